@@ -1,0 +1,217 @@
+// Command pleg_exporter warns before a Kubernetes node turns NotReady with
+// "PLEG is not healthy": it repeats the kubelet's relist against the
+// container runtime in the background and exports what it costs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	promcollectors "github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/pleg-exporter/pleg_exporter/collector"
+	"github.com/pleg-exporter/pleg_exporter/collector/runtimes"
+)
+
+const (
+	name = "pleg_exporter"
+	// defaultAddress is outside 9100-9999, which the Prometheus default
+	// port allocations list has fully handed out, and clear of the
+	// Kubernetes component ports 10248-10259.
+	defaultAddress = ":10391"
+)
+
+var (
+	runtimeKind = kingpin.Flag("runtime", "Runtime API to relist through: auto, cri or docker. auto probes the usual containerd, CRI-O, cri-dockerd and Docker sockets, CRI first.").
+			Default(runtimes.KindAuto).Enum(runtimes.KindAuto, runtimes.KindCRI, runtimes.KindDocker)
+	runtimeEndpoint = kingpin.Flag("runtime.endpoint", "Runtime socket as a URL, the kubelet's --container-runtime-endpoint (e.g. unix:///run/containerd/containerd.sock). Empty: auto-detect.").
+			Default("").String()
+	dockerHost = kingpin.Flag("docker.host", "Docker daemon to read Docker-native states from on cri-dockerd nodes (only Docker shows dead containers). Empty: auto-detect on cri-dockerd nodes; none: off.").
+			Default("").String()
+	relistInterval = kingpin.Flag("relist.interval", "Pause between the end of one shadow relist and the start of the next (the kubelet relists every 1s; this adds one relist per interval).").
+			Default("10s").Duration()
+	relistTimeout = kingpin.Flag("relist.timeout", "Deadline of each runtime call, as the kubelet's --runtime-request-timeout.").
+			Default("2m").Duration()
+	plegThreshold = kingpin.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m; 10m with the EventedPLEG gate on).").
+			Default("3m").Duration()
+	grpcLimit = kingpin.Flag("pleg.grpc-limit-bytes", "The kubelet's gRPC receive limit that list answers are compared against.").
+			Default("16777216").Int64()
+	maxRecv = kingpin.Flag("runtime.max-recv-bytes", "The exporter's own gRPC receive limit, far above the kubelet's so answers past 16 MiB are still measured.").
+		Default("268435456").Int()
+	metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
+			Default("/metrics").String()
+	disableExporterMetrics = kingpin.Flag("web.disable-exporter-metrics", "Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").
+				Bool()
+	maxRequests = kingpin.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
+			Default("40").Int()
+	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	promslogConfig := &promslog.Config{}
+	promslogflag.AddFlags(kingpin.CommandLine, promslogConfig)
+	kingpin.CommandLine.Name = name
+	kingpin.Version(version.Print(name))
+	kingpin.CommandLine.UsageWriter(os.Stdout)
+	kingpin.HelpFlag.Short('h')
+	kingpin.Parse()
+	logger := promslog.New(promslogConfig)
+
+	cfg := runtimes.Config{
+		Kind:         *runtimeKind,
+		Endpoint:     *runtimeEndpoint,
+		DockerHost:   *dockerHost,
+		MaxRecvBytes: *maxRecv,
+		Timeout:      *relistTimeout,
+		Logger:       logger,
+	}
+	if err := checkFlags(cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
+		return 1
+	}
+	if f := *toolkitFlags.WebConfigFile; f != "" {
+		if err := web.Validate(f); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: error: --web.config.file=%s: %v\n", name, f, err)
+			return 1
+		}
+	}
+
+	logger.Info("Starting "+name, "version", version.Info())
+	logger.Info("Build context", "build_context", version.BuildContext())
+
+	rt, err := runtimes.Open(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
+		return 1
+	}
+	defer rt.Close()
+
+	relister := collector.NewRelister(rt, collector.RelisterConfig{
+		Interval:   *relistInterval,
+		Threshold:  *plegThreshold,
+		LimitBytes: *grpcLimit,
+	}, logger)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go relister.Run(ctx)
+
+	mux := http.NewServeMux()
+	mux.Handle(*metricsPath, newHandler(relister, !*disableExporterMetrics, *maxRequests, logger))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "Healthy.")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-relister.FirstRelistDone():
+			fmt.Fprintln(w, "Ready.")
+		default:
+			http.Error(w, "First relist has not finished yet.", http.StatusServiceUnavailable)
+		}
+	})
+	if *metricsPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "PLEG Exporter",
+			Description: "Shadow PLEG relist: warns before the kubelet's 'PLEG is not healthy'",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: *metricsPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+		})
+		if err != nil {
+			logger.Error("landing page", "err", err)
+			return 1
+		}
+		mux.Handle("/", landing)
+	}
+
+	server := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(server, toolkitFlags, logger) }()
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("web server failed", "err", err)
+			return 1
+		}
+	case <-ctx.Done():
+		logger.Info("Received signal, shutting down gracefully")
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(sctx); err != nil {
+			logger.Error("shutdown", "err", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+func checkFlags(cfg runtimes.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case *relistInterval <= 0:
+		return fmt.Errorf("--relist.interval must be positive, got %s", *relistInterval)
+	case *plegThreshold <= 0:
+		return fmt.Errorf("--pleg.threshold must be positive, got %s", *plegThreshold)
+	case *grpcLimit <= 0:
+		return fmt.Errorf("--pleg.grpc-limit-bytes must be positive, got %d", *grpcLimit)
+	case int64(*maxRecv) <= *grpcLimit:
+		return fmt.Errorf("--runtime.max-recv-bytes (%d) must be above --pleg.grpc-limit-bytes (%d) to measure answers past the kubelet's limit", *maxRecv, *grpcLimit)
+	case *maxRequests < 0:
+		return fmt.Errorf("--web.max-requests must be 0 or more, got %d", *maxRequests)
+	}
+	return nil
+}
+
+// newHandler serves the product's metrics and, unless disabled, the
+// exporter's own, as node_exporter does.
+func newHandler(r *collector.Relister, exporterMetrics bool, maxRequests int, logger *slog.Logger) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector(name), collector.NewCollector(r))
+	self := prometheus.NewRegistry()
+	gatherers := prometheus.Gatherers{reg}
+	if exporterMetrics {
+		self.MustRegister(
+			promcollectors.NewProcessCollector(promcollectors.ProcessCollectorOpts{}),
+			promcollectors.NewGoCollector(),
+		)
+		gatherers = prometheus.Gatherers{self, reg}
+	}
+	h := promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: maxRequests,
+		Registry:            self,
+	})
+	if exporterMetrics {
+		h = promhttp.InstrumentMetricHandler(self, h)
+	}
+	return h
+}

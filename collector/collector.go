@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	containersDesc = prometheus.NewDesc("pleg_containers",
+		"Containers by CRI state (created, running, exited, unknown) in the latest relist that returned counts; exited and unknown containers are what fills the kubelet's ListContainers answer.",
+		[]string{"state"}, nil)
+	dockerContainersDesc = prometheus.NewDesc("pleg_docker_containers",
+		"Containers by Docker's own state in the latest relist; only Docker shows dead containers, which cri-dockerd reports to the kubelet as unknown.",
+		[]string{"state"}, nil)
+	dockerUpDesc = prometheus.NewDesc("pleg_docker_up",
+		"1 if the Docker daemon answered the latest relist's container list, 0 otherwise. Present only when a Docker view is configured.",
+		nil, nil)
+	sandboxesDesc = prometheus.NewDesc("pleg_sandboxes",
+		"Pod sandboxes by CRI state (ready, notready) in the latest relist that returned counts.",
+		[]string{"state"}, nil)
+	durationDesc = prometheus.NewDesc("pleg_relist_duration_seconds",
+		"Wall time of the latest finished shadow relist: the unfiltered ListPodSandbox and ListContainers calls the kubelet makes every second.",
+		nil, nil)
+	rpcDurationDesc = prometheus.NewDesc("pleg_relist_rpc_duration_seconds",
+		"Wall time of each unfiltered list call of the latest finished relist.",
+		[]string{"rpc"}, nil)
+	payloadDesc = prometheus.NewDesc("pleg_relist_payload_bytes",
+		"Serialized size of each unfiltered list answer of the latest relist, the bytes the kubelet must receive: exact for CRI, taken from the runtime's error when it refused to send, estimated for Docker.",
+		[]string{"rpc"}, nil)
+	payloadLimitDesc = prometheus.NewDesc("pleg_relist_payload_limit_bytes",
+		"The kubelet's gRPC receive limit the payload is compared against; past it every kubelet relist and container GC fails.",
+		nil, nil)
+	lastSeenDesc = prometheus.NewDesc("pleg_last_seen_seconds",
+		"Seconds since the start of the latest relist the kubelet would have accepted (the kubelet's 'pleg was last seen active … ago'), computed at scrape time; relists run in the background, so this keeps growing while the runtime hangs. Counts from exporter start-up until the first success.",
+		nil, nil)
+	thresholdDesc = prometheus.NewDesc("pleg_relist_threshold_seconds",
+		"The kubelet's PLEG threshold: when pleg_last_seen_seconds passes it the node turns NotReady.",
+		nil, nil)
+	upDesc = prometheus.NewDesc("pleg_runtime_up",
+		"1 if the container runtime answered the latest relist with exact counts (possibly through the fallback lists), 0 if it was unreachable, failed or timed out.",
+		nil, nil)
+	fallbackDesc = prometheus.NewDesc("pleg_relist_fallback",
+		"1 if the latest relist's counts came from filtered or streamed lists because an unfiltered list failed (the kubelet is blind at this moment), 0 otherwise.",
+		nil, nil)
+	fallbackDurationDesc = prometheus.NewDesc("pleg_relist_fallback_duration_seconds",
+		"Wall time of the fallback lists of the latest relist; 0 when none were needed.",
+		nil, nil)
+	relistsDesc = prometheus.NewDesc("pleg_relists_total",
+		"Shadow relists attempted.",
+		nil, nil)
+	errorsDesc = prometheus.NewDesc("pleg_relist_errors_total",
+		"Shadow relists that the kubelet's relist would have failed, by gRPC code (ResourceExhausted: an answer over the payload limit; DeadlineExceeded: the runtime hung; Unavailable: not reachable).",
+		[]string{"code"}, nil)
+	infoDesc = prometheus.NewDesc("pleg_runtime_info",
+		"The container runtime the exporter relists through; streaming says whether it implements CRI list streaming (true, false, or unknown).",
+		[]string{"runtime", "version", "api_version", "streaming"}, nil)
+)
+
+// Collector exposes a Relister's state. Collect reads memory only.
+type Collector struct {
+	r *Relister
+}
+
+// NewCollector returns the Prometheus collector for r.
+func NewCollector(r *Relister) *Collector { return &Collector{r: r} }
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{containersDesc, dockerContainersDesc, dockerUpDesc, sandboxesDesc,
+		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, thresholdDesc, upDesc,
+		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc} {
+		ch <- d
+	}
+	c.r.latency.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.r.State()
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+
+	gauge(lastSeenDesc, st.Now.Sub(st.LastSeen).Seconds())
+	gauge(thresholdDesc, c.r.cfg.Threshold.Seconds())
+	gauge(payloadLimitDesc, float64(c.r.cfg.LimitBytes))
+	ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(st.Relists))
+	for code, n := range st.Errors {
+		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), code)
+	}
+	c.r.latency.Collect(ch)
+	if st.InfoKnown {
+		streaming := st.Info.Streaming
+		if streaming == "" {
+			streaming = "unknown"
+		}
+		gauge(infoDesc, 1, st.Info.Runtime, st.Info.Version, st.Info.APIVersion, streaming)
+	}
+
+	up, fallback, fallbackDur := 0.0, 0.0, 0.0
+	if last := st.Last; last != nil {
+		if last.Counted {
+			up = 1
+		}
+		if last.Fallback {
+			fallback = 1
+		}
+		fallbackDur = last.FallbackDuration.Seconds()
+		gauge(durationDesc, last.Duration.Seconds())
+		for _, rpc := range []string{RPCListPodSandbox, RPCListContainers} {
+			s, ok := last.RPCs[rpc]
+			if !ok {
+				continue
+			}
+			gauge(rpcDurationDesc, s.Duration.Seconds(), rpc)
+			if s.PayloadKnown {
+				gauge(payloadDesc, float64(s.PayloadBytes), rpc)
+			}
+		}
+		if last.DockerContainers != nil || last.DockerErr != nil {
+			dockerUp := 1.0
+			if last.DockerErr != nil {
+				dockerUp = 0
+			}
+			gauge(dockerUpDesc, dockerUp)
+			for _, s := range DockerStates {
+				if last.DockerContainers != nil {
+					gauge(dockerContainersDesc, float64(last.DockerContainers[s]), s)
+				}
+			}
+		}
+	}
+	gauge(upDesc, up)
+	gauge(fallbackDesc, fallback)
+	gauge(fallbackDurationDesc, fallbackDur)
+
+	// Counts stay at the last exact answer while the runtime is unreachable,
+	// the way the kubelet's view freezes; pleg_runtime_up tells them apart.
+	if cnt := st.Counted; cnt != nil {
+		for _, s := range ContainerStates {
+			gauge(containersDesc, float64(cnt.Containers[s]), s)
+		}
+		for _, s := range SandboxStates {
+			gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+// Package cri performs the kubelet's relist over the Container Runtime
+// Interface (containerd, CRI-O, cri-dockerd).
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/collector"
+)
+
+// Config configures a CRI client.
+type Config struct {
+	// Endpoint is the runtime's socket as a URL, unix:///run/containerd/containerd.sock.
+	Endpoint string
+	// MaxRecvBytes is our own receive limit. It is far above the kubelet's
+	// 16 MiB so that a runtime which does send an oversized answer is still
+	// measured.
+	MaxRecvBytes int
+	// Timeout is the deadline of each call, like the kubelet's
+	// --runtime-request-timeout.
+	Timeout time.Duration
+}
+
+// Client relists through one CRI endpoint. It keeps no list between relists.
+type Client struct {
+	cfg  Config
+	conn *grpc.ClientConn
+	rs   runtimeapi.RuntimeServiceClient
+
+	mu        sync.Mutex
+	streaming string // "true", "false" or "" (not known)
+	// unknownFilterRejected is set when the runtime refused a state=UNKNOWN
+	// filter (cri-dockerd turns it into Docker's invalid status=unknown).
+	unknownFilterRejected bool
+}
+
+// SocketPath validates a unix:// endpoint and returns the socket path.
+func SocketPath(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", fmt.Errorf("runtime endpoint %q: %w", endpoint, err)
+	}
+	if u.Scheme == "" {
+		return "", fmt.Errorf("runtime endpoint %q has no scheme: write unix://%s", endpoint, endpoint)
+	}
+	if u.Scheme != "unix" {
+		return "", fmt.Errorf("runtime endpoint %q: scheme %q is not supported, only unix:// is", endpoint, u.Scheme)
+	}
+	p := u.Path
+	if u.Host != "" { // unix://relative/path
+		p = u.Host + u.Path
+	}
+	if p == "" {
+		return "", fmt.Errorf("runtime endpoint %q has no socket path", endpoint)
+	}
+	return p, nil
+}
+
+// New prepares a client. It does not connect: gRPC connects lazily and
+// reconnects with backoff, so a runtime that is absent now is picked up when
+// its socket appears.
+func New(cfg Config) (*Client, error) {
+	path, err := SocketPath(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithAuthority("localhost"),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxRecvBytes)),
+		// The kubelet's own backoff (cri-client): 100 ms doubling to 3 s.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+		grpc.WithChainUnaryInterceptor(readOnlyUnary),
+		grpc.WithChainStreamInterceptor(readOnlyStream),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint %s: %w", cfg.Endpoint, err)
+	}
+	return &Client{cfg: cfg, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+}
+
+// Conn exposes the connection (tests use it to prove the allow-list).
+func (c *Client) Conn() *grpc.ClientConn { return c.conn }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func (c *Client) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.Timeout)
+}
+
+// Info asks the runtime's name and version, and whether it streams lists.
+func (c *Client) Info(ctx context.Context) (collector.Info, error) {
+	cctx, cancel := c.call(ctx)
+	defer cancel()
+	v, err := c.rs.Version(cctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return collector.Info{}, fmt.Errorf("version of %s: %w", c.cfg.Endpoint, err)
+	}
+	info := collector.Info{
+		Runtime:    strings.ToLower(v.GetRuntimeName()),
+		Version:    v.GetRuntimeVersion(),
+		APIVersion: v.GetRuntimeApiVersion(),
+		Endpoint:   c.cfg.Endpoint,
+	}
+	info.Streaming = c.probeStreaming(ctx)
+	return info, nil
+}
+
+// probeStreaming asks for a stream that matches nothing: an Unimplemented
+// answer means the runtime has no CRI list streaming (KEP-5825).
+func (c *Client) probeStreaming(ctx context.Context) string {
+	cctx, cancel := c.call(ctx)
+	defer cancel()
+	st, err := c.rs.StreamPodSandboxes(cctx, &runtimeapi.StreamPodSandboxesRequest{
+		Filter: &runtimeapi.PodSandboxFilter{Id: "pleg-exporter-streaming-probe"},
+	})
+	if err == nil {
+		for {
+			if _, err = st.Recv(); err != nil {
+				break
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	res := ""
+	switch {
+	case err == nil:
+		res = "true"
+	case status.Code(err) == codes.Unimplemented:
+		res = "false"
+	}
+	c.mu.Lock()
+	c.streaming = res
+	c.mu.Unlock()
+	return res
+}
+
+func (c *Client) streams() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.streaming == "true"
+}
+
+// Relist issues exactly the kubelet's GetPods(all=true): ListPodSandbox with
+// a nil filter, then ListContainers with an empty filter. When an answer is
+// too large to send, the counts are completed through filtered lists.
+func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
+	start := time.Now()
+	snap := collector.NewSnapshot(start)
+
+	sbCtx, sbCancel := c.call(ctx)
+	sbResp, sbErr := c.rs.ListPodSandbox(sbCtx, &runtimeapi.ListPodSandboxRequest{})
+	sbCancel()
+	t1 := time.Now()
+	var sbSize int64
+	if sbErr == nil {
+		sbSize = int64(proto.Size(sbResp))
+	}
+	snap.RPCs[collector.RPCListPodSandbox] = rpcStat(t1.Sub(start), sbSize, sbErr)
+
+	// The kubelet stops at a failed sandbox list; we go on when it failed
+	// only for size, because the container list is measured independently.
+	var ctResp *runtimeapi.ListContainersResponse
+	ctErr := sbErr
+	if sbErr == nil || tooLarge(sbErr) {
+		ctCtx, ctCancel := c.call(ctx)
+		ctResp, ctErr = c.rs.ListContainers(ctCtx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		ctCancel()
+		var ctSize int64
+		if ctErr == nil {
+			ctSize = int64(proto.Size(ctResp))
+		}
+		snap.RPCs[collector.RPCListContainers] = rpcStat(time.Since(t1), ctSize, ctErr)
+	}
+	snap.Duration = time.Since(start)
+
+	switch {
+	case sbErr != nil:
+		snap.Err = fmt.Errorf("list pod sandboxes on %s: %w", c.cfg.Endpoint, sbErr)
+	case ctErr != nil:
+		snap.Err = fmt.Errorf("list containers on %s: %w", c.cfg.Endpoint, ctErr)
+	}
+
+	sbOK := sbErr == nil
+	ctOK := ctErr == nil
+	var sandboxIDs []string
+	if sbOK {
+		for _, s := range sbResp.GetItems() {
+			snap.Sandboxes[sandboxState(s.GetState())]++
+		}
+	}
+	if ctOK {
+		for _, ct := range ctResp.GetContainers() {
+			snap.Containers[containerState(ct.GetState())]++
+		}
+	}
+	needSB := !sbOK && tooLarge(sbErr)
+	needCT := !ctOK && tooLarge(ctErr)
+	if !needSB && !needCT {
+		snap.Counted = sbOK && ctOK
+		return snap
+	}
+
+	// Fallback: the kubelet is blind now, we must not be.
+	fbStart := time.Now()
+	fctx, fcancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer fcancel()
+	snap.Fallback = true
+	ok := true
+	if needSB {
+		var counts map[string]int
+		counts, sandboxIDs, ok = c.countSandboxes(fctx)
+		if ok {
+			snap.Sandboxes = counts
+		}
+	} else {
+		for _, s := range sbResp.GetItems() {
+			sandboxIDs = append(sandboxIDs, s.GetId())
+		}
+	}
+	if ok && needCT {
+		var counts map[string]int
+		var complete bool
+		counts, complete, ok = c.countContainers(fctx, sandboxIDs)
+		if ok {
+			snap.Containers = counts
+			snap.ContainersIncomplete = !complete
+		}
+	}
+	snap.FallbackDuration = time.Since(fbStart)
+	snap.Counted = ok
+	return snap
+}
+
+func rpcStat(d time.Duration, size int64, err error) collector.RPCStat {
+	s := collector.RPCStat{Duration: d, Err: err}
+	if err == nil {
+		s.PayloadBytes, s.PayloadKnown = size, true
+		return s
+	}
+	if status.Code(err) == codes.ResourceExhausted {
+		if n, _, ok := collector.ParseMessageSize(status.Convert(err).Message()); ok {
+			s.PayloadBytes, s.PayloadKnown = n, true
+		}
+	}
+	return s
+}
+
+func tooLarge(err error) bool {
+	return err != nil && status.Code(err) == codes.ResourceExhausted
+}
+
+var (
+	containerState = collector.ContainerStateName
+	sandboxState   = collector.SandboxStateName
+)

@@ -1,0 +1,202 @@
+package collector
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LatencyBuckets reach past the kubelet's 180 s threshold so a relist that
+// hangs until its deadline lands in a finite bucket, unlike the kubelet's own
+// histogram whose largest finite bucket is 10 s.
+var LatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 180, 300}
+
+const infoTimeout = 5 * time.Second
+
+// RelisterConfig holds what the loop needs to know about the kubelet it
+// imitates.
+type RelisterConfig struct {
+	Interval time.Duration // time between the end of one relist and the start of the next
+	// Threshold is the kubelet's PLEG threshold (3m); exported so alerts can
+	// compare against it.
+	Threshold time.Duration
+	// LimitBytes is the kubelet's gRPC receive limit (16 MiB).
+	LimitBytes int64
+}
+
+// Relister runs shadow relists in the background and keeps the latest
+// aggregates. Everything a scrape reads comes from here; nothing it does
+// reaches the runtime.
+type Relister struct {
+	rt     Runtime
+	cfg    RelisterConfig
+	logger *slog.Logger
+	now    func() time.Time
+
+	latency prometheus.Histogram
+
+	mu          sync.RWMutex
+	last        *Snapshot // latest finished relist
+	counted     *Snapshot // latest relist with exact counts
+	lastSeen    time.Time // start of the latest relist the kubelet would have accepted
+	info        Info
+	infoKnown   bool
+	relists     uint64
+	errors      map[string]uint64
+	lastState   string // "" = ok, otherwise error code; for logging on change only
+	firstRelist chan struct{}
+}
+
+// NewRelister prepares a relister; call Run to start it.
+func NewRelister(rt Runtime, cfg RelisterConfig, logger *slog.Logger) *Relister {
+	return &Relister{
+		rt:     rt,
+		cfg:    cfg,
+		logger: logger,
+		now:    time.Now,
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pleg_relist_latency_seconds",
+			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
+			Buckets: LatencyBuckets,
+		}),
+		errors:      map[string]uint64{},
+		lastState:   "init",
+		firstRelist: make(chan struct{}),
+	}
+}
+
+// Run relists until ctx is done. Like the kubelet's wait.Until(relist, 1s)
+// the interval is measured from the end of one relist to the start of the
+// next, so relists never overlap and a slow runtime is not piled on.
+func (r *Relister) Run(ctx context.Context) {
+	r.mu.Lock()
+	if r.lastSeen.IsZero() {
+		// Before the first successful relist the age counts from start-up,
+		// so a runtime that is never reachable still raises the stall alert.
+		r.lastSeen = r.now()
+	}
+	r.mu.Unlock()
+	first := true
+	for {
+		r.RelistOnce(ctx)
+		if first {
+			close(r.firstRelist)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+// FirstRelistDone is closed when the first relist has finished.
+func (r *Relister) FirstRelistDone() <-chan struct{} { return r.firstRelist }
+
+// RelistOnce performs one relist and records it.
+func (r *Relister) RelistOnce(ctx context.Context) {
+	r.mu.RLock()
+	needInfo := !r.infoKnown
+	r.mu.RUnlock()
+
+	if needInfo {
+		// Ask who the runtime is only after (re)connecting, not every relist,
+		// and on a short deadline of its own so a hung runtime does not eat
+		// into the relist's.
+		ictx, icancel := context.WithTimeout(ctx, infoTimeout)
+		if info, err := r.rt.Info(ictx); err == nil {
+			r.mu.Lock()
+			r.info, r.infoKnown = info, true
+			r.mu.Unlock()
+		}
+		icancel()
+	}
+	// Each call of the relist carries its own deadline (--relist.timeout),
+	// like each CRI call of the kubelet's.
+	snap := r.rt.Relist(ctx)
+	if snap.Err == nil {
+		// The kubelet also rejects what it cannot receive (for Docker the
+		// estimate stands in for cri-dockerd's answer).
+		for name, rpc := range snap.RPCs {
+			if rpc.PayloadKnown && rpc.PayloadBytes > r.cfg.LimitBytes {
+				snap.Err = &PayloadTooLargeError{RPC: name, Size: rpc.PayloadBytes, Limit: r.cfg.LimitBytes}
+				break
+			}
+		}
+	}
+	r.record(snap)
+}
+
+func (r *Relister) record(snap *Snapshot) {
+	r.latency.Observe(snap.Duration.Seconds())
+	code := ErrorCode(snap.Err)
+
+	r.mu.Lock()
+	r.relists++
+	r.last = snap
+	if snap.Counted {
+		r.counted = snap
+	}
+	if snap.Err == nil {
+		r.lastSeen = snap.Start
+	} else {
+		r.errors[code]++
+	}
+	if code != "" && !snap.Counted {
+		// The runtime may have restarted into another version.
+		r.infoKnown = false
+	}
+	prev := r.lastState
+	r.lastState = code
+	r.mu.Unlock()
+
+	if prev == code {
+		return
+	}
+	switch {
+	case code == "":
+		r.logger.Info("relist succeeded", "duration", snap.Duration, "containers", sum(snap.Containers), "sandboxes", sum(snap.Sandboxes))
+	case snap.Counted:
+		r.logger.Warn("relist would fail for the kubelet; counts taken through the fallback", "code", code, "err", snap.Err, "fallback", snap.Fallback)
+	default:
+		r.logger.Error("relist failed", "code", code, "err", snap.Err)
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// State is a consistent read of the relister for one scrape.
+type State struct {
+	Last      *Snapshot // nil before the first relist finished
+	Counted   *Snapshot // nil until a relist produced counts
+	LastSeen  time.Time
+	Now       time.Time
+	Info      Info
+	InfoKnown bool
+	Relists   uint64
+	Errors    map[string]uint64
+}
+
+// State returns a copy of what a scrape needs.
+func (r *Relister) State() State {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	errs := make(map[string]uint64, len(r.errors))
+	for k, v := range r.errors {
+		errs[k] = v
+	}
+	return State{
+		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, Now: r.now(),
+		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
+	}
+}

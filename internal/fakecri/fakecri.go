@@ -1,0 +1,311 @@
+// Package fakecri is an in-process CRI runtime service on a unix socket for
+// tests and benchmarks: real gRPC and protobuf, a send limit like
+// containerd's, configurable populations, delays and hangs, and a count of
+// every call it received.
+package fakecri
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// DefaultMaxSendBytes is containerd's and cri-dockerd's send limit.
+const DefaultMaxSendBytes = 16 << 20
+
+// Options configure a server.
+type Options struct {
+	MaxSendBytes int // 0: DefaultMaxSendBytes
+	// Streaming makes StreamContainers/StreamPodSandboxes work; otherwise
+	// they answer Unimplemented like containerd < 2.4.
+	Streaming bool
+	// StreamBatch is the number of items per streamed message (containerd: 5000).
+	StreamBatch int
+	// RejectUnknownFilter answers a state=UNKNOWN container filter with an
+	// error, as cri-dockerd does.
+	RejectUnknownFilter bool
+	RuntimeName         string
+	RuntimeVersion      string
+}
+
+// Server is a fake CRI runtime service.
+type Server struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	opts Options
+	srv  *grpc.Server
+	lis  net.Listener
+	Path string
+
+	mu         sync.RWMutex
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+	delay      time.Duration
+	block      chan struct{} // non-nil: every call waits for it to close
+
+	calls sync.Map // method -> *atomic.Int64
+}
+
+// Start listens on a unix socket at path.
+func Start(path string, opts Options) (*Server, error) {
+	if opts.MaxSendBytes == 0 {
+		opts.MaxSendBytes = DefaultMaxSendBytes
+	}
+	if opts.StreamBatch == 0 {
+		opts.StreamBatch = 5000
+	}
+	if opts.RuntimeName == "" {
+		opts.RuntimeName = "fakecri"
+	}
+	if opts.RuntimeVersion == "" {
+		opts.RuntimeVersion = "v0.0.1"
+	}
+	os.Remove(path)
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	s := &Server{opts: opts, lis: lis, Path: path}
+	s.srv = grpc.NewServer(
+		grpc.MaxSendMsgSize(opts.MaxSendBytes),
+		grpc.MaxRecvMsgSize(opts.MaxSendBytes),
+		grpc.UnaryInterceptor(s.unary),
+		grpc.StreamInterceptor(s.stream),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(s.srv, s)
+	go s.srv.Serve(lis)
+	return s, nil
+}
+
+// Endpoint is the unix:// URL of the server.
+func (s *Server) Endpoint() string { return "unix://" + s.Path }
+
+// Stop stops the server, failing calls in flight.
+func (s *Server) Stop() {
+	s.Unblock()
+	s.srv.Stop()
+	os.Remove(s.Path)
+}
+
+// SetPopulation replaces what the server lists.
+func (s *Server) SetPopulation(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sandboxes, s.containers = sandboxes, containers
+}
+
+// SetDelay makes every call take at least d.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// Block makes every call hang until Unblock or the caller's deadline.
+func (s *Server) Block() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.block == nil {
+		s.block = make(chan struct{})
+	}
+}
+
+// Unblock releases hung calls.
+func (s *Server) Unblock() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.block != nil {
+		close(s.block)
+		s.block = nil
+	}
+}
+
+// Calls returns how many calls of a method (short name, e.g.
+// "ListContainers") the server received.
+func (s *Server) Calls(method string) int64 {
+	v, ok := s.calls.Load("/runtime.v1.RuntimeService/" + method)
+	if !ok {
+		return 0
+	}
+	return v.(*atomic.Int64).Load()
+}
+
+// TotalCalls returns the number of calls of any method.
+func (s *Server) TotalCalls() int64 {
+	var n int64
+	s.calls.Range(func(_, v any) bool { n += v.(*atomic.Int64).Load(); return true })
+	return n
+}
+
+func (s *Server) count(method string) {
+	v, _ := s.calls.LoadOrStore(method, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func (s *Server) wait(ctx context.Context) error {
+	s.mu.RLock()
+	delay, block := s.delay, s.block
+	s.mu.RUnlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	return nil
+}
+
+func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	s.count(info.FullMethod)
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
+}
+
+func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	s.count(info.FullMethod)
+	if err := s.wait(ss.Context()); err != nil {
+		return err
+	}
+	return h(srv, ss)
+}
+
+// Version implements the CRI.
+func (s *Server) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: s.opts.RuntimeName,
+		RuntimeVersion: s.opts.RuntimeVersion, RuntimeApiVersion: "v1"}, nil
+}
+
+func matchLabels(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) filterSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if f == nil {
+		return s.sandboxes
+	}
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range s.sandboxes {
+		if f.GetId() != "" && sb.GetId() != f.GetId() {
+			continue
+		}
+		if f.GetState() != nil && sb.GetState() != f.GetState().GetState() {
+			continue
+		}
+		if !matchLabels(f.GetLabelSelector(), sb.GetLabels()) {
+			continue
+		}
+		out = append(out, sb)
+	}
+	return out
+}
+
+func (s *Server) filterContainers(f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if s.opts.RejectUnknownFilter && f.GetState() != nil && f.GetState().GetState() == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+		return nil, status.Error(codes.Unknown, `Error response from daemon: invalid filter 'status=unknown'`)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if f == nil || (f.GetId() == "" && f.GetState() == nil && f.GetPodSandboxId() == "" && len(f.GetLabelSelector()) == 0) {
+		return s.containers, nil
+	}
+	var out []*runtimeapi.Container
+	for _, c := range s.containers {
+		if f.GetId() != "" && c.GetId() != f.GetId() {
+			continue
+		}
+		if f.GetState() != nil && c.GetState() != f.GetState().GetState() {
+			continue
+		}
+		if f.GetPodSandboxId() != "" && c.GetPodSandboxId() != f.GetPodSandboxId() {
+			continue
+		}
+		if !matchLabels(f.GetLabelSelector(), c.GetLabels()) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ListPodSandbox implements the CRI.
+func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	return &runtimeapi.ListPodSandboxResponse{Items: s.filterSandboxes(req.GetFilter())}, nil
+}
+
+// ListContainers implements the CRI.
+func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	cs, err := s.filterContainers(req.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ListContainersResponse{Containers: cs}, nil
+}
+
+// StreamPodSandboxes implements CRI list streaming when enabled.
+func (s *Server) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, st grpc.ServerStreamingServer[runtimeapi.StreamPodSandboxesResponse]) error {
+	if !s.opts.Streaming {
+		return status.Error(codes.Unimplemented, "method StreamPodSandboxes not implemented")
+	}
+	items := s.filterSandboxes(req.GetFilter())
+	for i := 0; i < len(items); i += s.opts.StreamBatch {
+		if err := st.Send(&runtimeapi.StreamPodSandboxesResponse{PodSandboxes: items[i:min(i+s.opts.StreamBatch, len(items))]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StreamContainers implements CRI list streaming when enabled.
+func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, st grpc.ServerStreamingServer[runtimeapi.StreamContainersResponse]) error {
+	if !s.opts.Streaming {
+		return status.Error(codes.Unimplemented, "method StreamContainers not implemented")
+	}
+	items, err := s.filterContainers(req.GetFilter())
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(items); i += s.opts.StreamBatch {
+		if err := st.Send(&runtimeapi.StreamContainersResponse{Containers: items[i:min(i+s.opts.StreamBatch, len(items))]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveContainer exists so tests can prove the exporter never calls it.
+func (s *Server) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.containers {
+		if c.GetId() == req.GetContainerId() {
+			s.containers = append(s.containers[:i:i], s.containers[i+1:]...)
+			break
+		}
+	}
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
