@@ -62,7 +62,8 @@ func NewRelister(rt Runtime, cfg RelisterConfig, logger *slog.Logger) *Relister 
 			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
 			Buckets: LatencyBuckets,
 		}),
-		errors:      map[string]uint64{},
+		// Present from the start so increase() sees the first failure.
+		errors:      map[string]uint64{"ResourceExhausted": 0, "DeadlineExceeded": 0, "Unavailable": 0},
 		lastState:   "init",
 		firstRelist: make(chan struct{}),
 	}
@@ -121,8 +122,8 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 	if snap.Err == nil {
 		// The kubelet also rejects what it cannot receive (for Docker the
 		// estimate stands in for cri-dockerd's answer).
-		for name, rpc := range snap.RPCs {
-			if rpc.PayloadKnown && rpc.PayloadBytes > r.cfg.LimitBytes {
+		for _, name := range []string{RPCListPodSandbox, RPCListContainers} {
+			if rpc := snap.RPCs[name]; rpc.PayloadKnown && rpc.PayloadBytes > r.cfg.LimitBytes {
 				snap.Err = &PayloadTooLargeError{RPC: name, Size: rpc.PayloadBytes, Limit: r.cfg.LimitBytes}
 				break
 			}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pleg_exporter-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "pleg_exporter")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireTool skips locally when a tool is missing but fails in CI, where
+// the Makefile must have installed it.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not installed; make test installs it", name)
+		}
+		t.Skipf("%s not installed (make test installs it)", name)
+	}
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type exporter struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startExporter(t *testing.T, args ...string) *exporter {
+	t.Helper()
+	e := &exporter{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	e.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + e.addr}, args...)...)
+	e.cmd.Stderr = e.stderr
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { e.done <- e.cmd.Wait() }()
+	t.Cleanup(func() {
+		e.cmd.Process.Kill()
+		<-e.done
+		if t.Failed() {
+			t.Logf("exporter log:\n%s", e.stderr)
+		}
+	})
+	return e
+}
+
+func (e *exporter) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	var lastErr error
+	for i := 0; i < 100; i++ {
+		resp, err := http.Get("http://" + e.addr + path)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(b)
+		}
+		lastErr = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("GET %s: %v", path, lastErr)
+	return 0, ""
+}
+
+func parse(t *testing.T, text string) map[string]*model.Sample {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*model.Sample{}
+	vec, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, mapValues(mfs)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range vec {
+		out[s.Metric.String()] = s
+	}
+	return out
+}
+
+func (e *exporter) waitFor(t *testing.T, series string, want float64) map[string]*model.Sample {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := e.get(t, "/metrics")
+		s := parse(t, body)
+		if v, ok := s[series]; ok && float64(v.Value) == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became %v:\n%s", series, want, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestBinaryAgainstFakeCRI(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{RuntimeName: "containerd", RuntimeVersion: "1.7.24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	srv.SetPopulation(fakecri.Generate(fakecri.Spec{Ready: 4, NotReady: 2, Created: 1, Running: 4, Exited: 30, Unknown: 2}))
+	e := startExporter(t, "--runtime.endpoint="+srv.Endpoint(), "--relist.interval=100ms")
+	s := e.waitFor(t, "pleg_runtime_up", 1)
+	for series, want := range map[string]float64{
+		`pleg_containers{state="exited"}`:  30,
+		`pleg_containers{state="unknown"}`: 2,
+		`pleg_sandboxes{state="notready"}`: 2,
+		`pleg_relist_threshold_seconds`:    180,
+		`pleg_relist_payload_limit_bytes`:  16777216,
+		`pleg_runtime_info{api_version="v1", runtime="containerd", streaming="false", version="1.7.24"}`: 1,
+	} {
+		if v, ok := s[series]; !ok || float64(v.Value) != want {
+			t.Errorf("%s = %v, want %v", series, v, want)
+		}
+	}
+	if _, ok := s[`go_goroutines`]; !ok {
+		t.Error("exporter self-metrics missing")
+	}
+	if code, body := e.get(t, "/"); code != 200 || !strings.Contains(body, "/metrics") {
+		t.Errorf("landing page: %d", code)
+	}
+	if code, _ := e.get(t, "/-/ready"); code != 200 {
+		t.Errorf("ready: %d", code)
+	}
+
+	promtool := requireTool(t, "promtool")
+	_, body := e.get(t, "/metrics")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+func TestDisableExporterMetrics(t *testing.T) {
+	e := startExporter(t, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--web.disable-exporter-metrics")
+	s := e.waitFor(t, "pleg_runtime_up", 0)
+	for k := range s {
+		if strings.HasPrefix(k, "go_") || strings.HasPrefix(k, "process_") || strings.HasPrefix(k, "promhttp_") {
+			t.Fatalf("self-metric %s exported", k)
+		}
+	}
+}
+
+// A missing runtime does not stop the exporter; when it appears the exporter
+// recovers by itself.
+func TestRuntimeAppearsLater(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "late.sock")
+	e := startExporter(t, "--runtime.endpoint=unix://"+path, "--relist.interval=100ms")
+	e.waitFor(t, "pleg_runtime_up", 0)
+	srv, err := fakecri.Start(path, fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	srv.SetPopulation(fakecri.Generate(fakecri.Spec{Ready: 1, Running: 1}))
+	e.waitFor(t, "pleg_runtime_up", 1)
+	if n := strings.Count(e.stderr.String(), "relist failed"); n != 1 {
+		t.Errorf("logged %d 'relist failed' lines, want 1 (once per state change)", n)
+	}
+}
+
+func TestBadInputExitsWithOneLine(t *testing.T) {
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad.yml")
+	os.WriteFile(badYAML, []byte("basic_auth_users: [not, a, map\n"), 0o600)
+	for name, args := range map[string][]string{
+		"unknown flag":         {"--no-such-flag"},
+		"endpoint no scheme":   {"--runtime.endpoint=/run/containerd/containerd.sock"},
+		"bad runtime kind":     {"--runtime=podman"},
+		"bad duration":         {"--relist.interval=soon"},
+		"zero interval":        {"--relist.interval=0s"},
+		"recv below limit":     {"--runtime.max-recv-bytes=1024"},
+		"missing web config":   {"--web.config.file=" + filepath.Join(dir, "missing.yml")},
+		"malformed web config": {"--web.config.file=" + badYAML},
+	} {
+		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + freeAddr(t)}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("%s: still running", name)
+			continue
+		}
+		if cmd.ProcessState.ExitCode() != 1 {
+			t.Errorf("%s: exit code %d, want 1", name, cmd.ProcessState.ExitCode())
+		}
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "error") {
+			t.Errorf("%s: stderr = %q, want one error line", name, stderr.String())
+		}
+	}
+}
+
+func TestGracefulShutdownOnSIGTERM(t *testing.T) {
+	e := startExporter(t, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	e.get(t, "/-/healthy")
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-e.done:
+		e.done <- err
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not exit on SIGTERM")
+	}
+}
+
+func TestWebConfigBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "web.yml")
+	os.WriteFile(cfg, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600)
+	e := startExporter(t, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--web.config.file="+cfg)
+	if code, _ := e.get(t, "/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("no credentials: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("GET", "http://"+e.addr+"/metrics", nil)
+	req.SetBasicAuth("prometheus", "s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with credentials: %d", resp.StatusCode)
+	}
+}

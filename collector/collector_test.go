@@ -1,0 +1,225 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// stubRuntime returns prepared snapshots, one per relist.
+type stubRuntime struct {
+	snaps []*Snapshot
+	info  Info
+	n     int
+}
+
+func (s *stubRuntime) Relist(context.Context) *Snapshot {
+	snap := s.snaps[min(s.n, len(s.snaps)-1)]
+	s.n++
+	return snap
+}
+func (s *stubRuntime) Info(context.Context) (Info, error) { return s.info, nil }
+func (s *stubRuntime) Close() error                       { return nil }
+
+var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+
+func healthySnap(start time.Time) *Snapshot {
+	s := NewSnapshot(start)
+	s.Duration = 120 * time.Millisecond
+	s.RPCs[RPCListPodSandbox] = RPCStat{Duration: 20 * time.Millisecond, PayloadBytes: 51234, PayloadKnown: true}
+	s.RPCs[RPCListContainers] = RPCStat{Duration: 100 * time.Millisecond, PayloadBytes: 9876543, PayloadKnown: true}
+	s.Containers = map[string]int{ContainerCreated: 3, ContainerRunning: 120, ContainerExited: 10400, ContainerUnknown: 2}
+	s.Sandboxes = map[string]int{SandboxReady: 60, SandboxNotReady: 900}
+	s.Counted = true
+	return s
+}
+
+func overflowSnap(start time.Time) *Snapshot {
+	s := healthySnap(start)
+	s.Duration = 80 * time.Millisecond
+	s.Err = status.Error(codes.ResourceExhausted, "grpc: trying to send message larger than max (16783506 vs. 16777216)")
+	s.RPCs[RPCListContainers] = RPCStat{Duration: 60 * time.Millisecond, PayloadBytes: 16783506, PayloadKnown: true, Err: s.Err}
+	s.Containers[ContainerExited] = 17800
+	s.Fallback = true
+	s.FallbackDuration = 2 * time.Second
+	return s
+}
+
+func newTestRelister(rt Runtime, now *time.Time) *Relister {
+	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216}, slogDiscard())
+	r.now = func() time.Time { return *now }
+	return r
+}
+
+func compareGolden(t *testing.T, reg *prometheus.Registry, name string) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", name)
+	if *update {
+		got, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, mf := range got {
+			if err := writeText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testutil.GatherAndCompare(reg, f); err != nil {
+		t.Fatalf("%s: %v\n(run go test ./collector -update to accept)", name, err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestGoldenHealthy(t *testing.T) {
+	now := t0
+	rt := &stubRuntime{snaps: []*Snapshot{healthySnap(t0)}, info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}}
+	r := newTestRelister(rt, &now)
+	r.RelistOnce(context.Background())
+	now = t0.Add(4500 * time.Millisecond)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(r))
+	compareGolden(t, reg, "metrics-healthy.prom")
+}
+
+// After a good relist the answer outgrows the limit: the kubelet's age
+// grows while the fallback still reports exact counts.
+func TestGoldenOverflow(t *testing.T) {
+	now := t0
+	rt := &stubRuntime{
+		snaps: []*Snapshot{healthySnap(t0), overflowSnap(t0.Add(10 * time.Second)), overflowSnap(t0.Add(22 * time.Second))},
+		info:  Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"},
+	}
+	r := newTestRelister(rt, &now)
+	for i := 0; i < 3; i++ {
+		r.RelistOnce(context.Background())
+	}
+	now = t0.Add(95 * time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(r))
+	compareGolden(t, reg, "metrics-overflow.prom")
+	if got := testutil.ToFloat64(gaugeOf(t, reg, "pleg_last_seen_seconds")); got != 95 {
+		t.Errorf("last seen = %v, want 95 (since the last good relist's start)", got)
+	}
+}
+
+// A runtime that never answered: up 0, no counts, age from start-up.
+func TestGoldenRuntimeDown(t *testing.T) {
+	now := t0
+	down := NewSnapshot(t0)
+	down.Err = status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory"`)
+	rt := &stubRuntime{snaps: []*Snapshot{down}}
+	r := newTestRelister(rt, &now)
+	r.lastSeen = t0.Add(-2 * time.Second) // exporter start
+	r.RelistOnce(context.Background())
+	now = t0.Add(40 * time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(r))
+	compareGolden(t, reg, "metrics-runtime-down.prom")
+}
+
+// A runtime that sends more than the kubelet can receive (no send cap on
+// its side) is a kubelet failure even though we received it.
+func TestPayloadOverLimitReceivedCountsAsFailure(t *testing.T) {
+	now := t0
+	s := healthySnap(t0)
+	s.RPCs[RPCListContainers] = RPCStat{PayloadBytes: 20 << 20, PayloadKnown: true}
+	r := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now)
+	r.lastSeen = t0.Add(-time.Minute)
+	r.RelistOnce(context.Background())
+	st := r.State()
+	if !errors.Is(st.Last.Err, ErrPayloadTooLarge) || st.Errors["ResourceExhausted"] != 1 {
+		t.Fatalf("err = %v, errors = %v", st.Last.Err, st.Errors)
+	}
+	if !st.LastSeen.Equal(t0.Add(-time.Minute)) {
+		t.Errorf("last seen moved to %v", st.LastSeen)
+	}
+}
+
+func gaugeOf(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: "copy"}, func() float64 { return mf.GetMetric()[0].GetGauge().GetValue() })
+		}
+	}
+	t.Fatalf("%s not exported", name)
+	return nil
+}
+
+func TestParseMessageSize(t *testing.T) {
+	for msg, want := range map[string][2]int64{
+		"grpc: trying to send message larger than max (16783506 vs. 16777216)":                                    {16783506, 16777216},
+		"rpc error: code = ResourceExhausted desc = grpc: received message larger than max (4195017 vs. 4194304)": {4195017, 4194304},
+	} {
+		size, limit, ok := ParseMessageSize(msg)
+		if !ok || size != want[0] || limit != want[1] {
+			t.Errorf("%q: %d %d %v", msg, size, limit, ok)
+		}
+	}
+	for _, msg := range []string{"", "larger than max", "message larger than max (abc vs. 1)", "message larger than max (99999999999999999999 vs. 1)"} {
+		if _, _, ok := ParseMessageSize(msg); ok {
+			t.Errorf("%q parsed", msg)
+		}
+	}
+}
+
+func FuzzParseMessageSize(f *testing.F) {
+	f.Add("grpc: trying to send message larger than max (16783506 vs. 16777216)")
+	f.Add("message larger than max (1 vs. 2)")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, msg string) {
+		size, limit, ok := ParseMessageSize(msg)
+		if ok && (size < 0 || limit < 0) {
+			t.Errorf("negative sizes from %q", msg)
+		}
+		if !ok && (size != 0 || limit != 0) {
+			t.Errorf("sizes without ok from %q", msg)
+		}
+	})
+}
+
+// A cri-dockerd node: CRI counts plus Docker's own states.
+func TestGoldenDockerView(t *testing.T) {
+	now := t0
+	s := healthySnap(t0)
+	s.DockerContainers = map[string]int{"created": 1, "running": 120, "paused": 0, "restarting": 1, "removing": 0, "exited": 10400, "dead": 1}
+	rt := &stubRuntime{snaps: []*Snapshot{s}, info: Info{Runtime: "docker", Version: "0.4.3", APIVersion: "v1", Streaming: "false"}}
+	r := newTestRelister(rt, &now)
+	r.RelistOnce(context.Background())
+	now = t0.Add(time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(r))
+	compareGolden(t, reg, "metrics-cri-dockerd.prom")
+}
