@@ -1,0 +1,369 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/collector"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+// truth is what the harness's own unrestricted CRI client sees.
+type truth struct {
+	containers map[string]int
+	sandboxes  map[string]int
+	ctBytes    int64 // Σ element sizes = size of one unfiltered ListContainers answer
+	sbBytes    int64
+}
+
+func elem(m proto.Message) int64 {
+	return int64(protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(m)))
+}
+
+// readTruth lists per sandbox and state, so it works past the 16 MiB limit
+// as long as no single pod holds 16 MiB of one state.
+func readTruth(t *testing.T, c context.Context) truth {
+	t.Helper()
+	tr := truth{containers: map[string]int{}, sandboxes: map[string]int{}}
+	resp, err := kubelet.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatalf("truth: list sandboxes: %v", err)
+	}
+	for _, s := range resp.Items {
+		tr.sandboxes[collector.SandboxStateName(s.State)]++
+		tr.sbBytes += elem(s)
+		for _, st := range []runtimeapi.ContainerState{0, 1, 2, 3} {
+			cs, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+				PodSandboxId: s.Id, State: &runtimeapi.ContainerStateValue{State: st}}})
+			if err != nil {
+				t.Fatalf("truth: list %v in %s: %v", st, s.Id, err)
+			}
+			tr.containers[collector.ContainerStateName(st)] += len(cs.Containers)
+			for _, ct := range cs.Containers {
+				tr.ctBytes += elem(ct)
+			}
+		}
+	}
+	return tr
+}
+
+func checkCounts(t *testing.T, got map[string]float64, tr truth) {
+	t.Helper()
+	for _, s := range collector.ContainerStates {
+		if v := got["pleg_containers{state="+s+"}"]; v != float64(tr.containers[s]) {
+			t.Errorf("pleg_containers{state=%q} = %v, runtime says %d", s, v, tr.containers[s])
+		}
+	}
+	for _, s := range collector.SandboxStates {
+		if v := got["pleg_sandboxes{state="+s+"}"]; v != float64(tr.sandboxes[s]) {
+			t.Errorf("pleg_sandboxes{state=%q} = %v, runtime says %d", s, v, tr.sandboxes[s])
+		}
+	}
+}
+
+var populated bool
+
+// populate creates, once, a small kubelet-like population over three
+// namespaces: running, exited and created-never-started containers, ready and
+// notready sandboxes.
+func populate(t *testing.T) {
+	t.Helper()
+	if populated {
+		return
+	}
+	c := ctx(t, 3*time.Minute)
+	for i, ns := range []string{"default", "batch-jobs", "monitoring"} {
+		for p := 0; p <= i; p++ {
+			pod, err := kubelet.RunPod(c, ns, fmt.Sprintf("app%d-%d", i, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kubelet.CreateContainer(c, pod, testenv.ContainerSpec{Name: "main", Start: true}); err != nil {
+				t.Fatal(err)
+			}
+			for a := 0; a < i+1; a++ {
+				id, err := kubelet.CreateContainer(c, pod, testenv.ContainerSpec{Name: "job", Attempt: uint32(a), Command: []string{"/bin/true"}, Start: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := kubelet.WaitState(c, id, runtimeapi.ContainerState_CONTAINER_EXITED); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := kubelet.CreateContainer(c, pod, testenv.ContainerSpec{Name: "never-started"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A finished pod: its sandbox is notready and its containers exited.
+	done, err := kubelet.RunPod(c, "batch-jobs", "cron-29218680-tzdzg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubelet.CreateContainer(c, done, testenv.ContainerSpec{Name: "worker", Start: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubelet.StopPod(c, done); err != nil {
+		t.Fatal(err)
+	}
+	populated = true
+}
+
+func TestContainerdCountsAndPayload(t *testing.T) {
+	need(t, ctdErr)
+	populate(t)
+	r, reg, _ := exporterFor(t, ctd.Endpoint(), time.Hour)
+	c := ctx(t, time.Minute)
+	r.RelistOnce(c)
+	got := series(t, reg)
+	tr := readTruth(t, c)
+	checkCounts(t, got, tr)
+	if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 0 {
+		t.Errorf("up=%v fallback=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"])
+	}
+	// The exact answer sizes, from the harness's own unfiltered lists.
+	ct, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := kubelet.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCT, wantSB := proto.Size(ct), proto.Size(sb)
+	if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(wantCT) {
+		t.Errorf("ListContainers payload = %v, runtime's answer is %d bytes", v, wantCT)
+	}
+	if v := got["pleg_relist_payload_bytes{rpc=ListPodSandbox}"]; v != float64(wantSB) {
+		t.Errorf("ListPodSandbox payload = %v, runtime's answer is %d bytes", v, wantSB)
+	}
+	t.Logf("containerd truth: containers %v, sandboxes %v; payload ListContainers %d B, ListPodSandbox %d B; relist %.1f ms",
+		tr.containers, tr.sandboxes, wantCT, wantSB, got["pleg_relist_duration_seconds"]*1000)
+}
+
+// kubeletClient lists with the kubelet's settings: 16 MiB receive limit.
+func kubeletClient(t *testing.T) runtimeapi.RuntimeServiceClient {
+	t.Helper()
+	cc, err := grpc.NewClient(ctd.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return runtimeapi.NewRuntimeServiceClient(cc)
+}
+
+func TestContainerdOverflow(t *testing.T) {
+	need(t, ctdErr)
+	populate(t)
+	c := ctx(t, 8*time.Minute)
+	var pods []*testenv.Pod
+	for i := 0; i < 2; i++ {
+		pod, err := kubelet.RunPod(c, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, pod)
+	}
+	pad := strings.Repeat("p", 64<<10)
+	var ids []string
+	defer func() {
+		for _, id := range ids {
+			kubelet.RemoveContainer(context.Background(), id)
+		}
+	}()
+	t0 := time.Now()
+	for readTruth(t, c).ctBytes <= 16<<20 {
+		for i := 0; i < 32; i++ {
+			id, err := kubelet.CreateContainer(c, pods[len(ids)%2], testenv.ContainerSpec{
+				Name: "leak", Attempt: uint32(len(ids)),
+				ExtraAnnotations: map[string]string{"example.com/payload": pad},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	tr := readTruth(t, c)
+	t.Logf("created %d padded containers in %s; ListContainers answer is now %d bytes", len(ids), time.Since(t0).Round(time.Millisecond), tr.ctBytes)
+
+	// The kubelet's relist now fails, exactly as in the field.
+	_, kerr := kubeletClient(t).ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+	if status.Code(kerr) != codes.ResourceExhausted {
+		t.Fatalf("kubelet-like ListContainers: %v, want ResourceExhausted", kerr)
+	}
+	t.Logf("kubelet-like client: %v", kerr)
+
+	r, reg, _ := exporterFor(t, ctd.Endpoint(), 500*time.Millisecond)
+	rctx, stop := context.WithCancel(c)
+	defer stop()
+	go r.Run(rctx)
+	<-r.FirstRelistDone()
+	got := series(t, reg)
+	checkCounts(t, got, tr)
+	if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(tr.ctBytes) {
+		t.Errorf("payload from the error = %v, the runtime's answer is %d bytes", v, tr.ctBytes)
+	}
+	if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 1 || got["pleg_relist_errors_total{code=ResourceExhausted}"] < 1 {
+		t.Errorf("up=%v fallback=%v errors=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"], got["pleg_relist_errors_total{code=ResourceExhausted}"])
+	}
+	first := got["pleg_last_seen_seconds"]
+	time.Sleep(3 * time.Second)
+	got = series(t, reg)
+	if grew := got["pleg_last_seen_seconds"] - first; grew < 2.5 {
+		t.Errorf("last seen grew only %.2fs in 3s of overflow", grew)
+	}
+	t.Logf("overflow: payload %v B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
+		got["pleg_relist_fallback_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
+
+	// Clean up the leak: recovery within one interval.
+	for _, id := range ids {
+		if err := kubelet.RemoveContainer(c, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids = nil
+	removed := time.Now()
+	after := readTruth(t, c)
+	want := fmt.Sprint(after.containers["created"])
+	for {
+		got = series(t, reg)
+		if got["pleg_last_seen_seconds"] < 1 && got["pleg_relist_fallback"] == 0 && fmt.Sprint(got["pleg_containers{state=created}"]) == want {
+			break
+		}
+		if time.Since(removed) > 10*time.Second {
+			t.Fatalf("no recovery 10s after cleanup: last seen %.1fs", got["pleg_last_seen_seconds"])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(removed)
+	if took > 2*time.Second {
+		t.Errorf("recovery took %s, more than one 500ms interval plus a relist", took)
+	}
+	t.Logf("recovered %s after the cleanup (interval 500ms)", took.Round(time.Millisecond))
+	checkCounts(t, got, after)
+}
+
+func TestContainerdFreezeAndRestart(t *testing.T) {
+	need(t, ctdErr)
+	populate(t)
+	r, reg, _ := exporterFor(t, ctd.Endpoint(), time.Second)
+	rctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go r.Run(rctx)
+	<-r.FirstRelistDone()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+
+	scrape := func() (time.Duration, map[string]float64) {
+		t0 := time.Now()
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return time.Since(t0), series(t, reg)
+	}
+	if err := ctd.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	defer ctd.Thaw()
+	_, got := scrape()
+	start := got["pleg_last_seen_seconds"]
+	var worst time.Duration
+	n := 0
+	for time.Since(frozen) < 30*time.Second {
+		d, g := scrape()
+		worst = max(worst, d)
+		got = g
+		n++
+		time.Sleep(100 * time.Millisecond)
+	}
+	if worst > 200*time.Millisecond {
+		t.Errorf("slowest of %d scrapes during the freeze: %s", n, worst)
+	}
+	grew := got["pleg_last_seen_seconds"] - start
+	if grew < 25 {
+		t.Errorf("last seen grew %.1fs during a 30s freeze", grew)
+	}
+	t.Logf("freeze: %d scrapes, slowest %s; last seen %.1fs → %.1fs", n, worst, start, got["pleg_last_seen_seconds"])
+
+	if err := ctd.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := time.Now()
+	for got["pleg_last_seen_seconds"] > 2 {
+		if time.Since(thawed) > 10*time.Second {
+			t.Fatalf("no recovery 10s after SIGCONT: last seen %.1fs", got["pleg_last_seen_seconds"])
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, got = scrape()
+	}
+	t.Logf("thaw: back to normal %s after SIGCONT", time.Since(thawed).Round(time.Millisecond))
+
+	ctd.Crash()
+	crashed := time.Now()
+	for got["pleg_runtime_up"] != 0 {
+		if time.Since(crashed) > 20*time.Second {
+			t.Fatal("runtime_up still 1 after the runtime was killed")
+		}
+		time.Sleep(100 * time.Millisecond)
+		_, got = scrape()
+	}
+	if err := ctd.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	for got["pleg_runtime_up"] != 1 || got["pleg_last_seen_seconds"] > 2 {
+		if time.Since(restarted) > 30*time.Second {
+			t.Fatalf("no reconnection 30s after restart: up=%v", got["pleg_runtime_up"])
+		}
+		time.Sleep(100 * time.Millisecond)
+		_, got = scrape()
+	}
+	t.Logf("restart: reconnected by itself %s after containerd came back", time.Since(restarted).Round(time.Millisecond))
+	checkCounts(t, got, readTruth(t, ctx(t, time.Minute)))
+}
+
+func TestContainerdReadOnly(t *testing.T) {
+	need(t, ctdErr)
+	populate(t)
+	c := ctx(t, time.Minute)
+	before := readTruth(t, c)
+	_, _, client := exporterFor(t, ctd.Endpoint(), time.Hour)
+	rs := runtimeapi.NewRuntimeServiceClient(client.Conn())
+	list, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
+	if err != nil || len(list.Containers) == 0 {
+		t.Fatalf("no containers: %v", err)
+	}
+	id := list.Containers[0].Id
+	if _, err := rs.RemoveContainer(c, &runtimeapi.RemoveContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("RemoveContainer through the exporter's client: %v", err)
+	}
+	if _, err := rs.StopContainer(c, &runtimeapi.StopContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("StopContainer through the exporter's client: %v", err)
+	}
+	if _, err := rs.RemovePodSandbox(c, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: list.Containers[0].PodSandboxId}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("RemovePodSandbox through the exporter's client: %v", err)
+	}
+	after := readTruth(t, c)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("runtime changed: before %v, after %v", before, after)
+	}
+}

@@ -1,0 +1,128 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/collector"
+	"github.com/pleg-exporter/pleg_exporter/collector/cri"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+var (
+	ctd      *testenv.Containerd
+	ctdErr   error
+	dockerd  *testenv.Dockerd
+	dockErr  error
+	kubelet  *testenv.Kubelet
+	workRoot string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	workRoot, err = os.MkdirTemp("", "pleg-integration")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	func() {
+		// Stop exactly what was started, whatever the tests did.
+		defer func() {
+			if ctd != nil {
+				ctd.Stop()
+			}
+			if dockerd != nil {
+				dockerd.Stop()
+			}
+			os.RemoveAll(workRoot)
+		}()
+		t0 := time.Now()
+		ctd, ctdErr = testenv.StartContainerd(filepath.Join(workRoot, "containerd"))
+		if ctdErr == nil {
+			cc, err := ctd.Dial(256 << 20)
+			if err != nil {
+				ctdErr = err
+			} else {
+				kubelet = &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "pods")}
+			}
+			fmt.Printf("private containerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
+		}
+		t0 = time.Now()
+		dockerd, dockErr = testenv.StartDockerd(filepath.Join(workRoot, "docker"))
+		if dockErr == nil {
+			fmt.Printf("private dockerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
+		}
+		code = m.Run()
+	}()
+	os.Exit(code)
+}
+
+// need skips a test when its runtime could not start here, except in CI
+// where every runtime must run.
+func need(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" || !errors.Is(err, testenv.ErrUnavailable) {
+		t.Fatalf("runtime did not start: %v", err)
+	}
+	t.Skipf("skipping: %v", err)
+}
+
+func ctx(t *testing.T, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c
+}
+
+// exporterFor builds the exporter's pipeline on a CRI endpoint: the same
+// client, relister and collector the binary uses.
+func exporterFor(t *testing.T, endpoint string, interval time.Duration) (*collector.Relister, *prometheus.Registry, *cri.Client) {
+	t.Helper()
+	c, err := cri.New(cri.Config{Endpoint: endpoint, MaxRecvBytes: 256 << 20, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := collector.NewRelister(c, collector.RelisterConfig{Interval: interval, Threshold: 3 * time.Minute, LimitBytes: 16 << 20}, slog.New(slog.DiscardHandler))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector.NewCollector(r))
+	return r, reg, c
+}
+
+// series reads every sample of the registry as name{labels} → value.
+func series(t *testing.T, g prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += fmt.Sprintf("{%s=%s}", l.GetName(), l.GetValue())
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[key] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[key] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}

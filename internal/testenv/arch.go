@@ -1,0 +1,5 @@
+package testenv
+
+import "runtime"
+
+func goarch() string { return runtime.GOARCH }

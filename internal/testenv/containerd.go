@@ -1,0 +1,291 @@
+// Package testenv starts private container runtimes for integration tests
+// and the demo: a containerd and a dockerd, each with its own root, state,
+// socket and pid file under one directory. It never touches a system daemon
+// or the default sockets, and stops exactly the processes it started.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ErrUnavailable explains why a private runtime cannot run here (not root,
+// binaries missing); tests skip on it outside CI.
+var ErrUnavailable = errors.New("private runtime unavailable")
+
+// Image is the local image every private runtime gets: busybox-static with
+// CMD sleep, also used as the sandbox ("pause") image. No registry is needed.
+const Image = "docker.io/pleg-test/busybox:1"
+
+// Containerd is a private containerd with its CRI plugin.
+type Containerd struct {
+	Dir    string
+	Socket string
+	cmd    *exec.Cmd
+	log    *os.File
+	done   chan struct{}
+}
+
+// Config renders the containerd configuration for a private instance in dir.
+// restrict_oom_score_adj lets the CRI start sandboxes in an unprivileged VM;
+// host-network pods need no CNI.
+func containerdConfig(dir string) string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.opt"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
+  sandbox_image = %[5]q
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[6]q
+    conf_dir = %[7]q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
+		filepath.Join(dir, "containerd.sock.ttrpc"), Image, filepath.Join(dir, "cni", "bin"), filepath.Join(dir, "cni", "conf"))
+}
+
+// Check reports whether private runtimes can run on this machine.
+func Check(binaries ...string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: needs root (run make test as root)", ErrUnavailable)
+	}
+	for _, b := range binaries {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%w: %s not installed (make deps installs it)", ErrUnavailable, b)
+		}
+	}
+	return nil
+}
+
+// StartContainerd starts a private containerd in dir and imports the test
+// image into its k8s.io namespace.
+func StartContainerd(dir string) (*Containerd, error) {
+	if err := Check("containerd", "runc", "ctr", "busybox"); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"root", "state", "cni/bin", "cni/conf"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte(containerdConfig(dir)), 0o600); err != nil {
+		return nil, err
+	}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	tar := filepath.Join(dir, "image.tar")
+	if err := WriteImageTar(tar, Image); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	if out, err := exec.Command("ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("import test image: %v: %s", err, out)
+	}
+	return c, nil
+}
+
+func (c *Containerd) start() error {
+	log, err := os.OpenFile(filepath.Join(c.Dir, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
+	cmd.Stdout, cmd.Stderr = log, log
+	// Own process group: a Ctrl-C to the test does not reach it first, and
+	// Stop can signal exactly it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	os.WriteFile(filepath.Join(c.Dir, "containerd.pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
+	c.cmd, c.log, c.done = cmd, log, make(chan struct{})
+	go func() { cmd.Wait(); close(c.done) }()
+	if err := c.waitReady(60 * time.Second); err != nil {
+		c.kill()
+		return fmt.Errorf("%w; log: %s", err, tail(filepath.Join(c.Dir, "containerd.log")))
+	}
+	return nil
+}
+
+func (c *Containerd) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-c.done:
+			return errors.New("containerd exited during start-up")
+		default:
+		}
+		cc, err := c.Dial(256 << 20)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = runtimeapi.NewRuntimeServiceClient(cc).Version(ctx, &runtimeapi.VersionRequest{})
+			cancel()
+			cc.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("containerd CRI not ready after %s: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Endpoint is the CRI endpoint URL.
+func (c *Containerd) Endpoint() string { return "unix://" + c.Socket }
+
+// Pid is the containerd process id.
+func (c *Containerd) Pid() int { return c.cmd.Process.Pid }
+
+// Dial opens an unrestricted CRI connection with the given receive limit
+// (the harness's own client, not the exporter's).
+func (c *Containerd) Dial(maxRecv int) (*grpc.ClientConn, error) {
+	return grpc.NewClient("unix://"+c.Socket,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)))
+}
+
+// Freeze stops the daemon with SIGSTOP: it keeps its socket but answers nothing.
+func (c *Containerd) Freeze() error { return c.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen daemon.
+func (c *Containerd) Thaw() error { return c.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Crash kills the daemon with SIGKILL, leaving its state behind as a crash would.
+func (c *Containerd) Crash() {
+	c.kill()
+}
+
+// Restart starts the daemon again on the same directories after Crash.
+func (c *Containerd) Restart() error { return c.start() }
+
+func (c *Containerd) kill() {
+	if c.cmd == nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGCONT)
+	c.cmd.Process.Kill()
+	<-c.done
+	c.log.Close()
+}
+
+// Stop removes every pod it created through the CRI, stops the daemon and
+// the shims it started, unmounts what is left and deletes the directory.
+func (c *Containerd) Stop() error {
+	if c.cmd != nil {
+		c.cmd.Process.Signal(syscall.SIGCONT)
+		if cc, err := c.Dial(256 << 20); err == nil {
+			removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
+			cc.Close()
+		}
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(15 * time.Second):
+			c.cmd.Process.Kill()
+			<-c.done
+		}
+		c.log.Close()
+	}
+	killShims(c.Socket)
+	unmountUnder(c.Dir)
+	return os.RemoveAll(c.Dir)
+}
+
+func removeAllPods(rs runtimeapi.RuntimeServiceClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return
+	}
+	for _, s := range resp.GetItems() {
+		rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()})
+		rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()})
+	}
+}
+
+// killShims kills the containerd-shim processes serving our socket only.
+func killShims(socket string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if len(args) == 0 || !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		for i, a := range args {
+			if a == "-address" && i+1 < len(args) && args[i+1] == socket {
+				var pid int
+				fmt.Sscan(e.Name(), &pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// unmountUnder lazily unmounts every mount below dir, deepest first.
+func unmountUnder(dir string) {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			mounts = append(mounts, f[4])
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
