@@ -14,7 +14,7 @@ TEST_TIMEOUT ?= 25m
 RUNTIME_SOCKETS := /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri-dockerd.sock /var/run/docker.sock
 RUN_ARGS  ?=
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics clean
+.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check clean
 
 all: lint build test
 
@@ -50,7 +50,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## test: everything CI runs, on a clean machine.
-test: deps lint checkmetrics
+test: deps lint checkmetrics mixin-check
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-unit:
@@ -59,6 +59,21 @@ test-unit:
 ## checkmetrics: promtool's lint on the golden /metrics files.
 checkmetrics:
 	@for f in testdata/*.prom; do promtool check metrics < $$f || { echo "promtool check metrics: $$f"; exit 1; }; done
+
+JSONNET_FMT := $(GO) tool jsonnetfmt -n 2 --max-blank-lines 2 --string-style s --comment-style s
+MIXIN_SRC   := $(shell find mixin -name '*.libsonnet' -o -name '*.jsonnet')
+
+## mixin: render alerts, recording rules and dashboards (committed; drift fails the tests).
+mixin:
+	$(GO) run ./internal/cmd/mixin-render
+
+jsonnetfmt:
+	$(JSONNET_FMT) -i $(MIXIN_SRC)
+
+## mixin-check: promtool on the rendered rules and the mixin's unit tests.
+mixin-check:
+	promtool check rules mixin/generated/prometheus_alerts.yaml mixin/generated/prometheus_rules.yaml
+	cd mixin/tests && promtool test rules *.yaml
 
 clean:
 	rm -rf $(BIN) .build .run

@@ -1,0 +1,233 @@
+{
+  local c = $._config,
+  local sel = c.plegExporterSelector,
+
+  prometheusAlerts+:: {
+    groups+: [
+      {
+        name: 'pleg-exporter',
+        rules: [
+          {
+            alert: 'PLEGRelistStalled',
+            expr: |||
+              pleg_last_seen_seconds{%(plegExporterSelector)s} > %(plegStallWarningSeconds)d
+            ||| % c,
+            'for': c.plegStallFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'The container runtime has not answered a full relist for a while; the node goes NotReady at the PLEG threshold.',
+              description: 'The last relist the kubelet would accept on {{ $labels.%(nodeLabel)s }} started {{ $value | humanizeDuration }} ago; at %(kubeletPlegThresholdSeconds)ds the kubelet reports "PLEG is not healthy" and the node turns NotReady.' % c,
+            },
+          },
+          {
+            alert: 'PLEGRelistStalled',
+            expr: |||
+              pleg_last_seen_seconds{%(plegExporterSelector)s} > %(plegStallCriticalSeconds)d
+            ||| % c,
+            'for': c.plegStallFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'The container runtime has not answered a full relist for half the PLEG threshold; the node is about to go NotReady.',
+              description: 'The last relist the kubelet would accept on {{ $labels.%(nodeLabel)s }} started {{ $value | humanizeDuration }} ago; at %(kubeletPlegThresholdSeconds)ds the node turns NotReady. Cordon and drain it now.' % c,
+            },
+          },
+          {
+            alert: 'PLEGRelistSlow',
+            expr: |||
+              pleg_relist_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowWarningSeconds)d
+            ||| % c,
+            'for': c.plegRelistSlowFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Listing sandboxes and containers takes long; the kubelet relist adds status calls on top.',
+              description: 'The two list calls of a relist took {{ $value | humanizeDuration }} on {{ $labels.%(nodeLabel)s }}; the kubelet relists every second and turns the node NotReady when one relist cycle passes %(kubeletPlegThresholdSeconds)ds.' % c,
+            },
+          },
+          {
+            alert: 'PLEGRelistSlow',
+            expr: |||
+              pleg_relist_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowCriticalSeconds)d
+            ||| % c,
+            'for': '0m',
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'One relist took a third of the PLEG threshold.',
+              description: 'The two list calls of a relist took {{ $value | humanizeDuration }} on {{ $labels.%(nodeLabel)s }}; with per-pod status calls the kubelet relist passes %(kubeletPlegThresholdSeconds)ds soon.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadNearLimit',
+            expr: |||
+              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadWarningRatio)s
+            ||| % c,
+            'for': c.plegPayloadFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'A CRI list answer is approaching the kubelet gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit; past it every relist and container GC fails and the node turns NotReady.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadNearLimit',
+            expr: |||
+              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadCriticalRatio)s
+            ||| % c,
+            'for': c.plegPayloadFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'A CRI list answer is within 10% of the kubelet gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit; remove exited containers before it crosses.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadPredictedOverLimit',
+            expr: |||
+              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadPredictionMinRatio)s
+              and
+              predict_linear(instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s}[%(plegPayloadPredictionWindow)s], %(plegPayloadPredictionHorizonHours)d * 3600) >= 1
+            ||| % c,
+            'for': c.plegPayloadPredictionFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'A CRI list answer is predicted to pass the kubelet gRPC limit within hours.',
+              description: 'At the rate of the last %(plegPayloadPredictionWindow)s the {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} passes the kubelet gRPC limit within %(plegPayloadPredictionHorizonHours)d hours (now {{ $value | humanizePercentage }} of it); find the workload that leaves containers behind.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadOverLimit',
+            expr: |||
+              pleg_relist_payload_bytes{%(plegExporterSelector)s}
+                / ignoring (rpc) group_left ()
+              pleg_relist_payload_limit_bytes{%(plegExporterSelector)s}
+                >= 1
+            ||| % c,
+            'for': '0m',
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'A CRI list answer is larger than the kubelet gRPC limit; the node goes NotReady within 3 minutes.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit: every kubelet relist and container GC now fails with ResourceExhausted and the node turns NotReady at %(kubeletPlegThresholdSeconds)ds. Cordon the node and remove exited containers.' % c,
+            },
+          },
+          {
+            alert: 'PLEGExitedContainersPilingUp',
+            expr: |||
+              sum without (state) (pleg_containers{%(plegExporterSelector)s, state=~"exited|unknown"}) > %(plegExitedContainersWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Exited and unknown containers are piling up on a node.',
+              description: '{{ $value }} exited or unknown containers on {{ $labels.%(nodeLabel)s }}; every one is in the kubelet ListContainers answer once a second.' % c,
+            },
+          },
+          {
+            alert: 'PLEGDeadContainers',
+            expr: |||
+              pleg_docker_containers{%(plegExporterSelector)s, state="dead"} >= %(plegDeadContainersWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Docker holds dead containers whose removal failed.',
+              description: '{{ $value }} Docker containers on {{ $labels.%(nodeLabel)s }} are dead; status calls on them can hang, and the kubelet lists them as unknown.' % c,
+            },
+          },
+          {
+            alert: 'PLEGNotReadySandboxesPilingUp',
+            expr: |||
+              pleg_sandboxes{%(plegExporterSelector)s, state="notready"} > %(plegNotReadySandboxesWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Not-ready pod sandboxes are piling up on a node.',
+              description: '{{ $value }} notready sandboxes on {{ $labels.%(nodeLabel)s }}; each is listed by every relist and their pod annotations fill the ListPodSandbox answer.' % c,
+            },
+          },
+          {
+            alert: 'PLEGRuntimeDown',
+            expr: |||
+              pleg_runtime_up{%(plegExporterSelector)s} == 0
+            ||| % c,
+            'for': c.plegRuntimeDownFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'The container runtime does not answer list calls.',
+              description: 'The container runtime on {{ $labels.%(nodeLabel)s }} did not answer the last relist (unreachable, failing or past its deadline); the kubelet cannot relist either.' % c,
+            },
+          },
+          {
+            alert: 'PLEGExporterDown',
+            expr: |||
+              up{%(plegExporterSelector)s} == 0
+            ||| % c,
+            'for': c.plegExporterDownFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Prometheus cannot scrape a pleg_exporter; PLEG early warnings for its node are off.',
+              description: 'pleg_exporter at {{ $labels.instance }} has been down for %(plegExporterDownFor)s.' % c,
+            },
+          },
+          {
+            alert: 'PLEGExporterAbsent',
+            expr: |||
+              absent(up{%(plegExporterSelector)s})
+            ||| % c,
+            'for': c.plegExporterAbsentFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'No pleg_exporter target is known to Prometheus.',
+              description: 'Prometheus has no target matching {{ `%(plegExporterSelector)s` }} for %(plegExporterAbsentFor)s: the PLEG alerts cannot fire.' % c,
+            },
+          },
+        ],
+      },
+    ] + (
+      if c.kubeletSelector == '' then [] else [{
+        name: 'pleg-kubelet',
+        rules: [
+          {
+            alert: 'PLEGKubeletStalled',
+            expr: |||
+              (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallWarningSeconds)d
+              and
+              kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
+            ||| % c,
+            'for': c.plegStallFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'The kubelet PLEG has not relisted successfully for a while; the node goes NotReady at the threshold.',
+              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds). Meaningless with the EventedPLEG feature gate on.' % c,
+            },
+          },
+          {
+            alert: 'PLEGKubeletStalled',
+            expr: |||
+              (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallCriticalSeconds)d
+              and
+              kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
+            ||| % c,
+            'for': c.plegStallFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'The kubelet PLEG has not relisted successfully for half its threshold; the node is about to go NotReady.',
+              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds). Cordon and drain it now.' % c,
+            },
+          },
+          {
+            alert: 'PLEGKubeletRelistIntervalHigh',
+            expr: |||
+              histogram_quantile(0.99, rate(kubelet_pleg_relist_interval_seconds_bucket{%(kubeletSelector)s}[1m])) >= %(kubeletPlegRelistIntervalWarningSeconds)d
+            ||| % c,
+            'for': c.kubeletPlegRelistIntervalFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'The kubelet relists far less often than once a second, although each relist may look fast.',
+              description: 'The 99th percentile interval between kubelet relists on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizeDuration }}: relists are failing (a failed relist still records a short duration) or hanging.' % c,
+            },
+          },
+        ],
+      }]
+    ),
+  },
+}

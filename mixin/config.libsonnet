@@ -1,0 +1,74 @@
+{
+  _config+:: {
+    // Selects the exporter's series. Override to match your scrape config.
+    plegExporterSelector: 'job="pleg-exporter"',
+    // Selects the kubelet's own /metrics (kubelet_pleg_*); set to '' to drop
+    // the kubelet-based alerts when Prometheus does not scrape kubelets.
+    kubeletSelector: 'job="kubelet"',
+    // The label that names the node on every series (relabelled from the
+    // pod's node name by the PodMonitor in deploy/). Alerts group by it.
+    nodeLabel: 'node',
+    // Labels that identify one exporter target; recording rules keep them.
+    clusterLabel: 'cluster',
+    showMultiCluster: false,
+
+    // The kubelet's PLEG threshold and gRPC receive limit (Go constants in
+    // the kubelet: 3m, 16 MiB). With the EventedPLEG gate the threshold is 10m.
+    kubeletPlegThresholdSeconds: 180,
+    kubeletGrpcLimitBytes: 16777216,
+
+    // Relist stall: seconds since the last relist the kubelet would accept.
+    // With the exporter's 10s relist interval a healthy node stays below
+    // ~12s; with 15s scrape and evaluation the warning reaches Alertmanager
+    // at most ~90s after the runtime stopped answering, 90s before NotReady.
+    plegStallWarningSeconds: 45,
+    plegStallCriticalSeconds: 90,
+    plegStallFor: '15s',
+
+    // Slow relists: the two list calls alone (the kubelet adds per-pod
+    // status calls on top).
+    plegRelistSlowWarningSeconds: 10,
+    plegRelistSlowCriticalSeconds: 60,
+    plegRelistSlowFor: '1m',
+
+    // Payload against the 16 MiB limit.
+    plegPayloadWarningRatio: 0.75,
+    plegPayloadCriticalRatio: 0.9,
+    plegPayloadFor: '5m',
+    // Predicted crossing: fit over this window, warn when the limit is
+    // reached within the horizon.
+    plegPayloadPredictionWindow: '6h',
+    plegPayloadPredictionHorizonHours: 4,
+    plegPayloadPredictionMinRatio: 0.5,
+    plegPayloadPredictionFor: '15m',
+
+    // Accumulation of containers the kubelet must list every second.
+    plegExitedContainersWarning: 5000,
+    plegNotReadySandboxesWarning: 1000,
+    plegDeadContainersWarning: 1,
+    plegAccumulationFor: '15m',
+
+    plegRuntimeDownFor: '30s',
+    plegExporterDownFor: '1m',
+    plegExporterAbsentFor: '5m',
+
+    // The kubelet's own PLEG metrics (scraped from the kubelet).
+    kubeletPlegStallWarningSeconds: 45,
+    kubeletPlegStallCriticalSeconds: 90,
+    kubeletPlegRelistIntervalWarningSeconds: 5,
+    kubeletPlegRelistIntervalFor: '30s',
+
+    criticalSeverity: 'critical',
+    warningSeverity: 'warning',
+
+    runbookURLPattern: 'https://github.com/pleg-exporter/pleg_exporter/blob/main/docs/runbooks.md#%s',
+
+    // Dashboards.
+    dashboardTags: ['pleg-exporter-mixin'],
+    dashboardNamePrefix: 'PLEG / ',
+    dashboardUIDPrefix: 'pleg-',
+    dashboardRefresh: '30s',
+    dashboardTimezone: 'utc',
+    rateInterval: '5m',
+  },
+}

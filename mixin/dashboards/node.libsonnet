@@ -1,0 +1,112 @@
+{
+  local c = $._config,
+  local g = import '../lib/g.libsonnet',
+  local m = $,
+  local sel = m.plegSel + ', %s="$node"' % c.nodeLabel,
+  local ksel = m.kubeletSel + ', %s="$node"' % c.nodeLabel,
+
+  grafanaDashboards+:: {
+    'pleg-node.json': g.dashboard(
+      c.dashboardNamePrefix + 'Node',
+      'pleg-node',
+      c.dashboardTags,
+      c.dashboardRefresh,
+      c.dashboardTimezone,
+      [
+        g.datasourceVariable(),
+        m.clusterVariable,
+        g.queryVariable('node', 'Node', 'label_values(pleg_runtime_up{%s}, %s)' % [m.plegSel, c.nodeLabel]),
+      ],
+      [
+        g.stat(
+          'Last seen active',
+          'Seconds since the start of the last relist the kubelet would accept. At %(kubeletPlegThresholdSeconds)ds the node turns NotReady ("PLEG is not healthy"). Orange and red are the alert thresholds: cordon and drain at red.' % c,
+          [g.target('max(pleg_last_seen_seconds{%s})' % sel, instant=true)],
+          's',
+          thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
+        ),
+        g.stat(
+          'Payload of the limit',
+          'The larger list answer as a fraction of the kubelet gRPC limit (16 MiB). Past 100% every relist and container GC fails. Remove exited containers before it gets there (see the runbook).',
+          [g.target('max(instance:pleg_relist_payload_bytes:max_ratio_limit{%s})' % sel, instant=true)],
+          'percentunit',
+          thresholdSteps=[[c.plegPayloadWarningRatio, 'orange'], [c.plegPayloadCriticalRatio, 'red']],
+        ),
+        g.stat(
+          'Predicted time to the limit',
+          'At the growth of the last %(plegPayloadPredictionWindow)s, how long until a list answer passes the kubelet gRPC limit. "No growth" when it is not growing.' % c,
+          [g.target('min(instance_rpc:pleg_relist_payload_bytes:seconds_to_limit{%s}) or on () vector(+Inf)' % sel, instant=true)],
+          's',
+          thresholdSteps=[],
+        ) + { fieldConfig+: { defaults+: {
+          thresholds: { mode: 'absolute', steps: [{ color: 'red', value: null }, { color: 'orange', value: 4 * 3600 }, { color: 'green', value: 24 * 3600 }] },
+          mappings: [{ type: 'special', options: { match: 'nan', result: { text: 'No growth', index: 0 } } }, { type: 'value', options: { '+Inf': { text: 'No growth', index: 1 } } }],
+        } } },
+        g.stat(
+          'Runtime answers',
+          'Whether the container runtime answered the last relist with exact counts. "Fallback" means the unfiltered list failed (the kubelet is blind) and the counts came from filtered lists.',
+          [g.target('max(pleg_runtime_up{%s}) + max(pleg_relist_fallback{%s})' % [sel, sel], instant=true)],
+          'none',
+        ) + { fieldConfig+: { defaults+: {
+          thresholds: { mode: 'absolute', steps: [{ color: 'red', value: null }, { color: 'green', value: 1 }, { color: 'orange', value: 2 }] },
+          mappings: [{ type: 'value', options: { '0': { text: 'Down', index: 0 }, '1': { text: 'Up', index: 1 }, '2': { text: 'Fallback', index: 2 } } }],
+        } } },
+        g.timeseries(
+          'Containers by state',
+          'Containers in every relist answer, by CRI state. Exited and unknown containers are what grows the ListContainers answer; find the namespace that leaves them behind.',
+          [g.target('sum by (state) (pleg_containers{%s})' % sel, '{{state}}')],
+          'short',
+        ),
+        g.timeseries(
+          'Sandboxes by state',
+          'Pod sandboxes by state. Notready sandboxes of finished pods stay listed until the kubelet GC removes them; their pod annotations fill ListPodSandbox.',
+          [g.target('sum by (state) (pleg_sandboxes{%s})' % sel, '{{state}}')],
+          'short',
+        ),
+        g.timeseries(
+          'Payload vs the kubelet limit',
+          'Serialized size of each list answer against the kubelet gRPC receive limit. Past the limit the size comes from the runtime error and the kubelet relist fails every second.',
+          [
+            g.target('max by (rpc) (pleg_relist_payload_bytes{%s})' % sel, '{{rpc}}'),
+            g.target('max(pleg_relist_payload_limit_bytes{%s})' % sel, 'kubelet limit', refId='B'),
+          ],
+          'bytes',
+        ),
+        g.timeseries(
+          'Relist duration',
+          'Time of the two unfiltered list calls (ours) and the kubelet relist p99 when Prometheus scrapes the kubelet. The kubelet histogram stops at 10 s and records fast failures as healthy durations; ours does not.',
+          [
+            g.target('max(pleg_relist_duration_seconds{%s})' % sel, 'shadow relist'),
+            g.target('max by (rpc) (pleg_relist_rpc_duration_seconds{%s})' % sel, '{{rpc}}', refId='B'),
+            g.target('histogram_quantile(0.99, sum by (le) (rate(kubelet_pleg_relist_duration_seconds_bucket{%s}[$__rate_interval])))' % ksel, 'kubelet p99', refId='C'),
+          ],
+          's',
+        ),
+        g.timeseries(
+          'Last seen vs threshold',
+          'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval.',
+          [
+            g.target('max(pleg_last_seen_seconds{%s})' % sel, 'shadow relist'),
+            g.target('max(time() - kubelet_pleg_last_seen_seconds{%s} and kubelet_pleg_last_seen_seconds{%s} > 0)' % [ksel, ksel], 'kubelet', refId='B'),
+            g.target('max(pleg_relist_threshold_seconds{%s})' % sel, 'threshold', refId='C'),
+          ],
+          's',
+          thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
+        ),
+        g.timeseries(
+          'Relist errors by code',
+          'Relists the kubelet would have failed. ResourceExhausted: an answer over the limit (clean up containers). DeadlineExceeded: the runtime hangs. Unavailable: the runtime is down.',
+          [g.target('sum by (code) (rate(pleg_relist_errors_total{%s}[$__rate_interval]))' % sel, '{{code}}')],
+          'ops',
+        ),
+        g.timeseries(
+          'Docker containers by state',
+          'Docker own states on Docker and cri-dockerd nodes; only Docker shows dead containers (a removal that failed). Empty on containerd and CRI-O nodes.',
+          [g.target('sum by (state) (pleg_docker_containers{%s})' % sel, '{{state}}')],
+          'short',
+          w=24,
+        ),
+      ],
+    ),
+  },
+}
