@@ -51,7 +51,7 @@ fmt-check:
 
 ## test: everything CI runs, on a clean machine.
 test: deps lint checkmetrics mixin-check
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -p 1 -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-unit:
 	$(GO) test -short -count=1 ./cmd/... ./collector/...
@@ -77,3 +77,25 @@ mixin-check:
 
 clean:
 	rm -rf $(BIN) .build .run
+
+## demo: the whole chain on loopback (containerd, exporter, Prometheus, Alertmanager), left running.
+DEMO := .build/demo
+$(DEMO): $(shell find internal cmd collector -name '*.go') go.mod
+	@mkdir -p .build && $(GO) build -o $(DEMO) ./internal/cmd/demo
+
+.PHONY: demo demo-stall demo-flood demo-unflood demo-down
+demo: build $(DEMO)
+	@bash scripts/install-deps.sh runtime prometheus
+	@$(DEMO) up
+
+demo-stall: $(DEMO)
+	@$(DEMO) stall
+
+demo-flood: $(DEMO)
+	@$(DEMO) flood
+
+demo-unflood: $(DEMO)
+	@$(DEMO) unflood
+
+demo-down: $(DEMO)
+	@$(DEMO) down

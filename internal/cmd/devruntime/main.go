@@ -78,8 +78,6 @@ func run(dir string, args []string) int {
 	return 0
 }
 
-// populate adds what a small node has: running pods, finished job
-// containers, a container that never started and a finished pod.
 func populate(ctd *testenv.Containerd) error {
 	cc, err := ctd.Dial(64 << 20)
 	if err != nil {
@@ -89,26 +87,5 @@ func populate(ctd *testenv.Containerd) error {
 	k := &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(ctd.Dir, "pods")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for i, ns := range []string{"default", "batch-jobs"} {
-		pod, err := k.RunPod(ctx, ns, fmt.Sprintf("demo%d-0", i))
-		if err != nil {
-			return err
-		}
-		if _, err := k.CreateContainer(ctx, pod, testenv.ContainerSpec{Name: "app", Start: true}); err != nil {
-			return err
-		}
-		for a := uint32(0); a < 3; a++ {
-			if _, err := k.CreateContainer(ctx, pod, testenv.ContainerSpec{Name: "job", Attempt: a, Command: []string{"/bin/true"}, Start: true}); err != nil {
-				return err
-			}
-		}
-		if _, err := k.CreateContainer(ctx, pod, testenv.ContainerSpec{Name: "init"}); err != nil {
-			return err
-		}
-	}
-	done, err := k.RunPod(ctx, "batch-jobs", "cron-29218680-tzdzg")
-	if err != nil {
-		return err
-	}
-	return k.StopPod(ctx, done)
+	return testenv.SmallPopulation(ctx, k)
 }

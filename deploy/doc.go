@@ -1,0 +1,3 @@
+// Package deploy holds the deployment files (systemd, Kubernetes, Alertmanager)
+// and the tests that check them offline.
+package deploy

@@ -1,0 +1,305 @@
+// Package stack starts the whole chain a user deploys, on loopback and in
+// one directory: a private containerd (and dockerd for the Docker view),
+// the exporter, Debian's Prometheus with the mixin's rules, and Debian's
+// Alertmanager. The end-to-end test and make demo both use it.
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+// Node is the node label the stack gives the exporter's target.
+const Node = "demo-node"
+
+// Options configure a stack.
+type Options struct {
+	Dir            string // everything lives here
+	ExporterBinary string // built pleg_exporter
+	RulesDir       string // mixin/generated
+	// ReceiverURL is a webhook for every alert; empty routes to a receiver
+	// without integrations (alerts are visible in the Alertmanager UI).
+	ReceiverURL    string
+	RelistInterval string // default 10s, the exporter's default
+	WithDocker     bool   // add a private dockerd as the exporter's Docker view
+	Log            io.Writer
+	// Addrs pins listen addresses by process name (pleg_exporter,
+	// prometheus, alertmanager); others get a free loopback port.
+	Addrs map[string]string
+}
+
+// Proc is a process the stack started.
+type Proc struct {
+	Name string
+	Addr string // host:port it serves on
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// URL is the process's base URL.
+func (p *Proc) URL() string { return "http://" + p.Addr }
+
+// Stack is a running chain.
+type Stack struct {
+	opts         Options
+	Containerd   *testenv.Containerd
+	Dockerd      *testenv.Dockerd
+	Exporter     *Proc
+	Prometheus   *Proc
+	Alertmanager *Proc
+}
+
+// Check reports whether the stack can run here.
+func Check() error {
+	return testenv.Check("containerd", "runc", "busybox", "prometheus", "prometheus-alertmanager")
+}
+
+// Start brings the stack up and waits until every part is ready.
+func Start(o Options) (s *Stack, err error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if o.RelistInterval == "" {
+		o.RelistInterval = "10s"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	o.Dir, err = filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{opts: o}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if s.Containerd, err = testenv.StartContainerd(filepath.Join(o.Dir, "containerd")); err != nil {
+		return nil, err
+	}
+	args := []string{"--runtime.endpoint=" + s.Containerd.Endpoint(), "--relist.interval=" + o.RelistInterval, "--docker.host=none"}
+	if o.WithDocker {
+		if s.Dockerd, err = testenv.StartDockerd(filepath.Join(o.Dir, "docker")); err != nil {
+			return nil, err
+		}
+		args[2] = "--docker.host=" + s.Dockerd.Endpoint()
+	}
+	if s.Exporter, err = s.start("pleg_exporter", o.ExporterBinary, func(addr string) []string {
+		return append(args, "--web.listen-address="+addr)
+	}, "/-/ready"); err != nil {
+		return nil, err
+	}
+	if s.Alertmanager, err = s.startAlertmanager(); err != nil {
+		return nil, err
+	}
+	if s.Prometheus, err = s.startPrometheus(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (s *Stack) start(name, bin string, args func(addr string) []string, ready string) (*Proc, error) {
+	addr := s.opts.Addrs[name]
+	if addr == "" {
+		var err error
+		if addr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	} else if l, err := net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("%s: %s is taken: %w", name, addr, err)
+	} else {
+		l.Close()
+	}
+	logf, err := os.Create(filepath.Join(s.opts.Dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args(addr)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
+	os.WriteFile(filepath.Join(s.opts.Dir, name+".pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case <-p.done:
+			b, _ := os.ReadFile(filepath.Join(s.opts.Dir, name+".log"))
+			return nil, fmt.Errorf("%s exited during start-up: %s", name, lastLines(string(b), 10))
+		default:
+		}
+		resp, err := http.Get(p.URL() + ready)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(s.opts.Log, "%s ready on %s\n", name, p.URL())
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s not ready on %s after 90s: %v", name, addr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (p *Proc) stop() {
+	if p == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (s *Stack) startAlertmanager() (*Proc, error) {
+	receiver := `  - name: default`
+	if s.opts.ReceiverURL != "" {
+		receiver = fmt.Sprintf(`  - name: default
+    webhook_configs:
+      - url: %q
+        send_resolved: true`, s.opts.ReceiverURL)
+	}
+	cfg := fmt.Sprintf(`route:
+  receiver: default
+  group_by: [alertname, node, severity]
+  group_wait: 5s
+  group_interval: 15s
+  repeat_interval: 1h
+receivers:
+%s
+`, receiver)
+	path := filepath.Join(s.opts.Dir, "alertmanager.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return s.start("alertmanager", "prometheus-alertmanager", func(addr string) []string {
+		return []string{"--config.file=" + path, "--storage.path=" + filepath.Join(s.opts.Dir, "alertmanager-data"),
+			"--web.listen-address=" + addr, "--cluster.listen-address="}
+	}, "/-/ready")
+}
+
+func (s *Stack) startPrometheus() (*Proc, error) {
+	rules, err := filepath.Abs(s.opts.RulesDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 15s
+  evaluation_interval: 15s
+rule_files:
+  - %q
+  - %q
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: [%q]
+scrape_configs:
+  - job_name: pleg-exporter
+    static_configs:
+      - targets: [%q]
+        labels:
+          node: %s
+`, filepath.Join(rules, "prometheus_rules.yaml"), filepath.Join(rules, "prometheus_alerts.yaml"),
+		s.Alertmanager.Addr, s.Exporter.Addr, Node)
+	path := filepath.Join(s.opts.Dir, "prometheus.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return s.start("prometheus", "prometheus", func(addr string) []string {
+		return []string{"--config.file=" + path, "--storage.tsdb.path=" + filepath.Join(s.opts.Dir, "prometheus-data"),
+			"--web.listen-address=" + addr}
+	}, "/-/ready")
+}
+
+// Stop stops everything the stack started, in reverse order.
+func (s *Stack) Stop() {
+	s.Prometheus.stop()
+	s.Alertmanager.stop()
+	s.Exporter.stop()
+	if s.Dockerd != nil {
+		s.Dockerd.Stop()
+	}
+	if s.Containerd != nil {
+		s.Containerd.Stop()
+	}
+}
+
+// Sample is one element of an instant query's result.
+type Sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// Query runs an instant PromQL query against the stack's Prometheus.
+func (s *Stack) Query(ctx context.Context, q string) ([]Sample, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Prometheus.URL()+"/api/v1/query?query="+url.QueryEscape(q), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string          `json:"resultType"`
+			Result     json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if body.Status != "success" {
+		return nil, errors.New(body.Error)
+	}
+	if body.Data.ResultType == "scalar" {
+		return []Sample{{}}, nil
+	}
+	var out []Sample
+	if err := json.Unmarshal(body.Data.Result, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

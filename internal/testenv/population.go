@@ -1,0 +1,68 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+)
+
+// SmallPopulation adds what a small node has: two running pods with
+// finished job containers and a container that never started, and a
+// finished (notready) pod.
+func SmallPopulation(ctx context.Context, k *Kubelet) error {
+	for i, ns := range []string{"default", "batch-jobs"} {
+		pod, err := k.RunPod(ctx, ns, fmt.Sprintf("demo%d-0", i))
+		if err != nil {
+			return err
+		}
+		if _, err := k.CreateContainer(ctx, pod, ContainerSpec{Name: "app", Start: true}); err != nil {
+			return err
+		}
+		for a := uint32(0); a < 3; a++ {
+			if _, err := k.CreateContainer(ctx, pod, ContainerSpec{Name: "job", Attempt: a, Command: []string{"/bin/true"}, Start: true}); err != nil {
+				return err
+			}
+		}
+		if _, err := k.CreateContainer(ctx, pod, ContainerSpec{Name: "init"}); err != nil {
+			return err
+		}
+	}
+	done, err := k.RunPod(ctx, "batch-jobs", "cron-29218680-tzdzg")
+	if err != nil {
+		return err
+	}
+	return k.StopPod(ctx, done)
+}
+
+// Flood adds created containers with 64 KiB annotations to two pods in
+// namespace leaky-ns until the unfiltered ListContainers answer passes
+// limit bytes, as a CronJob that leaves containers behind does over weeks.
+// It returns the ids it created.
+func Flood(ctx context.Context, k *Kubelet, limit int) ([]string, error) {
+	var pods []*Pod
+	for i := 0; i < 2; i++ {
+		p, err := k.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, p)
+	}
+	pad := make([]byte, 64<<10)
+	for i := range pad {
+		pad[i] = 'p'
+	}
+	var ids []string
+	for {
+		for i := 0; i < 16; i++ {
+			id, err := k.CreateContainer(ctx, pods[len(ids)%2], ContainerSpec{
+				Name: "leak", Attempt: uint32(len(ids)), ExtraAnnotations: map[string]string{"example.com/payload": string(pad)},
+			})
+			if err != nil {
+				return ids, err
+			}
+			ids = append(ids, id)
+		}
+		if len(ids)*(64<<10) > limit+(1<<20) {
+			return ids, nil
+		}
+	}
+}
