@@ -14,7 +14,7 @@ TEST_TIMEOUT ?= 25m
 RUNTIME_SOCKETS := /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri-dockerd.sock /var/run/docker.sock
 RUN_ARGS  ?=
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check clean
+.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image clean
 
 all: lint build test
 
@@ -74,6 +74,12 @@ jsonnetfmt:
 mixin-check:
 	promtool check rules mixin/generated/prometheus_alerts.yaml mixin/generated/prometheus_rules.yaml
 	cd mixin/tests && promtool test rules *.yaml
+
+## image: the container image from the static binary (FROM scratch, nothing pulled).
+IMAGE ?= pleg-exporter:$(VERSION)
+image: build
+	@mkdir -p .build && cp /etc/ssl/certs/ca-certificates.crt .build/ca-certificates.crt
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 clean:
 	rm -rf $(BIN) .build .run

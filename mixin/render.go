@@ -31,6 +31,17 @@ func Render(dir string) (map[string][]byte, error) {
 		}
 		out[file] = []byte(header + s)
 	}
+	rule, err := vm.EvaluateAnonymousSnippet("prometheusrule", `local m = import "mixin.libsonnet";
+std.manifestYamlDoc({
+  apiVersion: "monitoring.coreos.com/v1",
+  kind: "PrometheusRule",
+  metadata: { name: "pleg-exporter", labels: { role: "alert-rules" } },
+  spec: { groups: m.prometheusRules.groups + m.prometheusAlerts.groups },
+}, indent_array_in_object=true, quote_keys=false)`)
+	if err != nil {
+		return nil, fmt.Errorf("render PrometheusRule: %w", err)
+	}
+	out["deploy/kubernetes/base/prometheusrule.yaml"] = []byte(header + rule)
 	dashboards, err := vm.EvaluateAnonymousSnippet("dashboards",
 		`local d = (import "mixin.libsonnet").grafanaDashboards; std.manifestJsonEx({ [k]: std.manifestJsonEx(d[k], '  ') for k in std.objectFields(d) }, '')`)
 	if err != nil {

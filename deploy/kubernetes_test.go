@@ -1,0 +1,247 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pleg-exporter/pleg_exporter/mixin"
+)
+
+var overlays = map[string]struct{ endpoint, socket string }{
+	"base":                 {"unix:///host/run/containerd/containerd.sock", "/run/containerd/containerd.sock"},
+	"overlays/containerd":  {"unix:///host/run/containerd/containerd.sock", "/run/containerd/containerd.sock"},
+	"overlays/crio":        {"unix:///host/var/run/crio/crio.sock", "/var/run/crio/crio.sock"},
+	"overlays/cri-dockerd": {"unix:///host/var/run/cri-dockerd.sock", "/var/run/cri-dockerd.sock"},
+}
+
+func render(t *testing.T, dir string) []byte {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("kubernetes", dir))
+	if err != nil {
+		t.Fatalf("kustomize %s: %v", dir, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// strict decodes one object into its real API type, failing on any field
+// the type does not have.
+func strict(t *testing.T, doc []byte, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(doc, into); err != nil {
+		t.Fatalf("%T: %v\n%s", into, err, doc)
+	}
+}
+
+func TestKustomizeRendersTypedObjects(t *testing.T) {
+	for dir, want := range overlays {
+		t.Run(dir, func(t *testing.T) {
+			out := render(t, dir)
+			kinds := map[string]int{}
+			var ds appsv1.DaemonSet
+			var pm monitoringv1.PodMonitor
+			var rule monitoringv1.PrometheusRule
+			for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+				var meta struct{ Kind string }
+				if err := yaml.Unmarshal(doc, &meta); err != nil {
+					t.Fatal(err)
+				}
+				kinds[meta.Kind]++
+				switch meta.Kind {
+				case "Namespace":
+					strict(t, doc, &corev1.Namespace{})
+				case "ServiceAccount":
+					strict(t, doc, &corev1.ServiceAccount{})
+				case "Service":
+					strict(t, doc, &corev1.Service{})
+				case "DaemonSet":
+					strict(t, doc, &ds)
+				case "PodMonitor":
+					strict(t, doc, &pm)
+				case "PrometheusRule":
+					strict(t, doc, &rule)
+				default:
+					t.Errorf("unexpected kind %q", meta.Kind)
+				}
+			}
+			for _, k := range []string{"Namespace", "ServiceAccount", "DaemonSet", "Service", "PodMonitor", "PrometheusRule"} {
+				if kinds[k] != 1 {
+					t.Errorf("%d %s objects", kinds[k], k)
+				}
+			}
+			checkDaemonSet(t, &ds, want.endpoint, want.socket, dir == "overlays/cri-dockerd")
+			checkPodMonitor(t, &pm)
+			checkRule(t, &rule)
+		})
+	}
+}
+
+func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, endpoint, socket string, docker bool) {
+	t.Helper()
+	spec := ds.Spec.Template.Spec
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %v: must tolerate every taint", spec.Tolerations)
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Error("host namespaces requested")
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--runtime.endpoint="+endpoint) || !strings.Contains(args, "--web.listen-address=$(POD_IP):10391") {
+		t.Errorf("args %q", args)
+	}
+	if docker != strings.Contains(args, "--docker.host=unix://") {
+		t.Errorf("docker view in args %q", args)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 ||
+		(sc.Privileged != nil && *sc.Privileged) {
+		t.Errorf("container securityContext %+v", sc)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/-/healthy" || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/-/ready" {
+		t.Error("probes must use the exporter's own endpoints")
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources %v", c.Resources)
+	}
+	sockets := 0
+	for _, v := range spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathSocket {
+			t.Errorf("hostPath %s is not type Socket", v.HostPath.Path)
+		}
+		if !strings.HasSuffix(v.HostPath.Path, ".sock") {
+			t.Errorf("hostPath %s is not a socket", v.HostPath.Path)
+		}
+		sockets++
+	}
+	if want := map[bool]int{false: 1, true: 2}[docker]; sockets != want {
+		t.Errorf("%d hostPath sockets, want %d", sockets, want)
+	}
+	if spec.Volumes[0].HostPath.Path != socket {
+		t.Errorf("runtime socket %s, want %s", spec.Volumes[0].HostPath.Path, socket)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Error("service account token mounted")
+	}
+}
+
+func checkPodMonitor(t *testing.T, pm *monitoringv1.PodMonitor) {
+	t.Helper()
+	if pm.Spec.JobLabel != "app.kubernetes.io/name" || len(pm.Spec.PodMetricsEndpoints) != 1 {
+		t.Fatalf("podmonitor %+v", pm.Spec)
+	}
+	ep := pm.Spec.PodMetricsEndpoints[0]
+	ok := false
+	for _, r := range ep.RelabelConfigs {
+		if len(r.SourceLabels) == 1 && r.SourceLabels[0] == "__meta_kubernetes_pod_node_name" && r.TargetLabel == "node" {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Error("PodMonitor does not relabel the node name into node")
+	}
+}
+
+// The PrometheusRule carries exactly the mixin's groups.
+func checkRule(t *testing.T, rule *monitoringv1.PrometheusRule) {
+	t.Helper()
+	files, err := mixin.Render(filepath.Join("..", "mixin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Groups []struct{ Name string } `json:"groups"`
+	}
+	n := 0
+	for _, f := range []string{"mixin/generated/prometheus_rules.yaml", "mixin/generated/prometheus_alerts.yaml"} {
+		if err := yaml.Unmarshal(files[f], &want); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range want.Groups {
+			if n >= len(rule.Spec.Groups) || rule.Spec.Groups[n].Name != g.Name {
+				t.Errorf("PrometheusRule group %d is not the mixin's %s", n, g.Name)
+			}
+			n++
+		}
+	}
+	if n != len(rule.Spec.Groups) {
+		t.Errorf("PrometheusRule has %d groups, the mixin %d", len(rule.Spec.Groups), n)
+	}
+}
+
+// kubectl's built-in kustomize renders the same objects, offline.
+func TestKubectlKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed; the krusty rendering above is kubectl's kustomize library")
+	}
+	for dir := range overlays {
+		out, err := exec.Command(kubectl, "kustomize", filepath.Join("kubernetes", dir)).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize %s: %v", dir, err)
+		}
+		if got, want := count(out), count(render(t, dir)); got != want {
+			t.Errorf("%s: kubectl renders %d objects, krusty %d", dir, got, want)
+		}
+	}
+}
+
+func count(b []byte) int {
+	return bytes.Count(b, []byte("\nkind: ")) + map[bool]int{true: 1}[bytes.HasPrefix(b, []byte("kind: "))]
+}
+
+func TestSystemdUnit(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed")
+	}
+	unit, err := os.ReadFile("systemd/pleg_exporter.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes", "CapabilityBoundingSet=\n", "Restart=on-failure", "User=pleg_exporter"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("unit lacks %q", strings.TrimSpace(want))
+		}
+	}
+	// verify needs ExecStart to exist: point it at a real binary.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pleg_exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/pleg_exporter").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	path := filepath.Join(dir, "pleg_exporter.service")
+	os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/pleg_exporter"), []byte(bin)), 0o644)
+	cmd := exec.Command(analyze, "verify", path)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "pleg_exporter.service:") {
+		if strings.Contains(string(out), "System has not been booted with systemd") {
+			t.Skipf("systemd-analyze cannot run here: %s", out)
+		}
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	t.Logf("systemd-analyze verify: ok %s", fmt.Sprint(strings.TrimSpace(string(out))))
+}
