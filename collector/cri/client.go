@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
@@ -169,29 +168,21 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 	start := time.Now()
 	snap := collector.NewSnapshot(start)
 
+	var sbSum, ctSum listSummary
 	sbCtx, sbCancel := c.call(ctx)
-	sbResp, sbErr := c.rs.ListPodSandbox(sbCtx, &runtimeapi.ListPodSandboxRequest{})
+	sbErr := c.listSandboxesRaw(sbCtx, nil, &sbSum)
 	sbCancel()
 	t1 := time.Now()
-	var sbSize int64
-	if sbErr == nil {
-		sbSize = int64(proto.Size(sbResp))
-	}
-	snap.RPCs[collector.RPCListPodSandbox] = rpcStat(t1.Sub(start), sbSize, sbErr)
+	snap.RPCs[collector.RPCListPodSandbox] = rpcStat(t1.Sub(start), int64(sbSum.Size), sbErr)
 
 	// The kubelet stops at a failed sandbox list; we go on when it failed
 	// only for size, because the container list is measured independently.
-	var ctResp *runtimeapi.ListContainersResponse
 	ctErr := sbErr
 	if sbErr == nil || tooLarge(sbErr) {
 		ctCtx, ctCancel := c.call(ctx)
-		ctResp, ctErr = c.rs.ListContainers(ctCtx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		ctErr = c.listContainersRaw(ctCtx, &runtimeapi.ContainerFilter{}, &ctSum)
 		ctCancel()
-		var ctSize int64
-		if ctErr == nil {
-			ctSize = int64(proto.Size(ctResp))
-		}
-		snap.RPCs[collector.RPCListContainers] = rpcStat(time.Since(t1), ctSize, ctErr)
+		snap.RPCs[collector.RPCListContainers] = rpcStat(time.Since(t1), int64(ctSum.Size), ctErr)
 	}
 	snap.Duration = time.Since(start)
 
@@ -204,16 +195,11 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 
 	sbOK := sbErr == nil
 	ctOK := ctErr == nil
-	var sandboxIDs []string
 	if sbOK {
-		for _, s := range sbResp.GetItems() {
-			snap.Sandboxes[sandboxState(s.GetState())]++
-		}
+		snap.Sandboxes = sbSum.sandboxCounts()
 	}
 	if ctOK {
-		for _, ct := range ctResp.GetContainers() {
-			snap.Containers[containerState(ct.GetState())]++
-		}
+		snap.Containers = ctSum.containerCounts()
 	}
 	needSB := !sbOK && tooLarge(sbErr)
 	needCT := !ctOK && tooLarge(ctErr)
@@ -228,15 +214,12 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 	defer fcancel()
 	snap.Fallback = true
 	ok := true
+	var sandboxIDs []string // only from the sandbox fallback; else listed when needed
 	if needSB {
 		var counts map[string]int
 		counts, sandboxIDs, ok = c.countSandboxes(fctx)
 		if ok {
 			snap.Sandboxes = counts
-		}
-	} else {
-		for _, s := range sbResp.GetItems() {
-			sandboxIDs = append(sandboxIDs, s.GetId())
 		}
 	}
 	if ok && needCT {

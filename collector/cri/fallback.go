@@ -54,16 +54,14 @@ func (c *Client) countSandboxes(ctx context.Context) (map[string]int, []string, 
 		ids = nil
 	}
 	for _, state := range []runtimeapi.PodSandboxState{runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY} {
-		resp, err := c.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-			Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: state}},
-		})
-		if err != nil {
+		sum := listSummary{keepIDs: true}
+		if err := c.listSandboxesRaw(ctx, &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: state}}, &sum); err != nil {
 			return nil, nil, false
 		}
-		for _, s := range resp.GetItems() {
-			counts[sandboxState(s.GetState())]++
-			ids = append(ids, s.GetId())
+		for k, v := range sum.sandboxCounts() {
+			counts[k] += v
 		}
+		ids = append(ids, sum.IDs...)
 	}
 	return counts, ids, true
 }
@@ -104,6 +102,14 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 		}
 		filter := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: state}}
 		n, err := c.countFiltered(ctx, filter)
+		if tooLarge(err) && sandboxIDs == nil {
+			// The unfiltered sandbox list worked; list the ids once now.
+			sum := listSummary{keepIDs: true}
+			if err := c.listSandboxesRaw(ctx, nil, &sum); err != nil {
+				return nil, false, false
+			}
+			sandboxIDs = sum.IDs
+		}
 		if tooLarge(err) {
 			n, err = 0, nil
 			for _, id := range sandboxIDs {
@@ -134,11 +140,11 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 }
 
 func (c *Client) countFiltered(ctx context.Context, f *runtimeapi.ContainerFilter) (int, error) {
-	resp, err := c.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: f})
-	if err != nil {
+	var sum listSummary
+	if err := c.listContainersRaw(ctx, f, &sum); err != nil {
 		return 0, err
 	}
-	return len(resp.GetContainers()), nil
+	return sum.Items, nil
 }
 
 func (c *Client) rejectsUnknownFilter() bool {
