@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -130,6 +131,27 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 		}
 	}
 	r.record(snap)
+	// A large answer leaves tens of MiB of freed receive buffers behind;
+	// hand them back to the OS now rather than minutes later, so the
+	// exporter's RSS on a troubled node stays flat between relists.
+	if biggest(snap) > releaseAfterBytes {
+		// Twice: gRPC pools its receive buffers, and a pooled buffer
+		// survives the first collection in the pool's victim cache.
+		debug.FreeOSMemory()
+		debug.FreeOSMemory()
+	}
+}
+
+// releaseAfterBytes is the answer size past which a relist returns its
+// memory to the OS at once.
+const releaseAfterBytes = 4 << 20
+
+func biggest(s *Snapshot) int64 {
+	var n int64
+	for _, rpc := range s.RPCs {
+		n = max(n, rpc.PayloadBytes)
+	}
+	return n
 }
 
 func (r *Relister) record(snap *Snapshot) {

@@ -2,8 +2,10 @@ package cri
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
@@ -37,8 +39,8 @@ const namespaceLabel = "io.kubernetes.pod.namespace"
 // item is what the scanner reports of one listed container or sandbox.
 type item struct {
 	State     int32  // the enum value; 0 (CREATED / READY) when absent on the wire
-	Namespace []byte // only when asked for; aliases the receive buffer
-	ID        []byte // sandboxes only; aliases the receive buffer
+	Namespace []byte // only when asked for; valid only during the callback
+	ID        []byte // sandboxes only; valid only during the callback
 	Bytes     int    // what the item adds to the answer (tag + length + body)
 }
 
@@ -73,43 +75,97 @@ func (s *listSummary) sandboxCounts() map[string]int {
 
 var errMalformed = errors.New("malformed list answer")
 
+// scanList scans a whole answer held in memory (tests, fuzzing).
 func scanList(b []byte, s *listSummary) error {
-	s.Size = len(b)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+	r := mem.BufferSlice{mem.SliceBuffer(b)}.Reader()
+	defer r.Close()
+	return scanReader(r, s)
+}
+
+// scanReader walks the answer as gRPC received it, a chain of frame
+// buffers, without joining them: each item (a few KiB) is copied into one
+// reused scratch buffer and scanned there, and every consumed frame buffer
+// goes back to gRPC's pool. So the answer is held in memory once, not twice.
+func scanReader(r *mem.Reader, s *listSummary) error {
+	s.Size = r.Remaining()
+	var scratch []byte
+	for r.Remaining() > 0 {
+		tag, err := binary.ReadUvarint(r)
+		if err != nil {
 			return errMalformed
 		}
-		if num != listItemsField || typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, b[n:])
-			if m < 0 {
+		num, typ := protowire.DecodeTag(tag)
+		if num < 1 {
+			return errMalformed
+		}
+		switch typ {
+		case protowire.VarintType:
+			if _, err := binary.ReadUvarint(r); err != nil {
 				return errMalformed
 			}
-			b = b[n+m:]
-			continue
-		}
-		body, m := protowire.ConsumeBytes(b[n:])
-		if m < 0 {
+		case protowire.Fixed32Type, protowire.Fixed64Type:
+			n := 4
+			if typ == protowire.Fixed64Type {
+				n = 8
+			}
+			if err := skip(r, n, &scratch); err != nil {
+				return err
+			}
+		case protowire.BytesType:
+			l, err := binary.ReadUvarint(r)
+			if err != nil || l > uint64(r.Remaining()) {
+				return errMalformed
+			}
+			if num != listItemsField {
+				if err := skip(r, int(l), &scratch); err != nil {
+					return err
+				}
+				continue
+			}
+			if cap(scratch) < int(l) {
+				scratch = make([]byte, l)
+			}
+			body := scratch[:l]
+			if _, err := io.ReadFull(r, body); err != nil {
+				return errMalformed
+			}
+			it, err := scanItem(body, s)
+			if err != nil {
+				return err
+			}
+			it.Bytes = protowire.SizeVarint(tag) + protowire.SizeVarint(l) + int(l)
+			s.Items++
+			if it.State >= 0 && it.State < 3 {
+				s.States[it.State]++
+			} else {
+				s.States[3]++
+			}
+			if s.keepIDs && it.ID != nil {
+				s.IDs = append(s.IDs, string(it.ID))
+			}
+			if s.onItem != nil {
+				s.onItem(it)
+			}
+		default:
 			return errMalformed
 		}
-		it, err := scanItem(body, s)
+	}
+	return nil
+}
+
+func skip(r *mem.Reader, n int, scratch *[]byte) error {
+	if n > r.Remaining() {
+		return errMalformed
+	}
+	if cap(*scratch) < 4096 {
+		*scratch = make([]byte, 4096)
+	}
+	for n > 0 {
+		m, err := r.Read((*scratch)[:min(n, cap(*scratch))])
 		if err != nil {
-			return err
+			return errMalformed
 		}
-		it.Bytes = n + m
-		s.Items++
-		if it.State >= 0 && it.State < 3 {
-			s.States[it.State]++
-		} else {
-			s.States[3]++
-		}
-		if s.keepIDs && it.ID != nil {
-			s.IDs = append(s.IDs, string(it.ID))
-		}
-		if s.onItem != nil {
-			s.onItem(it)
-		}
-		b = b[n+m:]
+		n -= m
 	}
 	return nil
 }
@@ -213,10 +269,9 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
 	}
-	// One buffer for an uncompressed message: no copy here.
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	return scanList(buf.ReadOnlyData(), s)
+	r := data.Reader()
+	defer r.Close()
+	return scanReader(r, s)
 }
 
 var _ encoding.CodecV2 = rawCodec{}
