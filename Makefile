@@ -105,3 +105,13 @@ demo-unflood: $(DEMO)
 
 demo-down: $(DEMO)
 	@$(DEMO) down
+
+## bench: benchmarks at 1k/10k/100k containers; writes docs/benchmarks.md and docs/benchmarks.png.
+CRICTL_VERSION := v1.37.0
+CRICTL := .tools/crictl
+$(CRICTL):
+	GOBIN=$(CURDIR)/.tools $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+.PHONY: bench
+bench: $(CRICTL)
+	$(GO) run ./internal/cmd/bench --crictl $(CRICTL) --out docs

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -222,4 +225,31 @@ func TestGoldenDockerView(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-cri-dockerd.prom")
+}
+
+// BenchmarkScrape is one scrape of the product's metrics: a read of the
+// latest aggregates, whatever the number of containers behind them.
+func BenchmarkScrape(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			now := t0
+			s := healthySnap(t0)
+			s.Containers[ContainerExited] = n
+			r := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now)
+			r.RelistOnce(context.Background())
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(NewCollector(r))
+			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+	}
 }

@@ -15,12 +15,7 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
 )
 
-// BenchSpec is a realistic node population of n containers (~2.3 KiB each
-// with the kubelet's labels and annotations plus a preStop-sized one), most
-// of them exited, one sandbox per ten containers.
-func benchSpec(n int) fakecri.Spec {
-	return fakecri.Spec{Ready: n / 20, NotReady: n / 20, Created: n / 100, Running: n / 10, Exited: n - n/100 - n/10 - n/200, Unknown: n / 200, PaddingBytes: 1600}
-}
+func benchSpec(n int) fakecri.Spec { return fakecri.BenchSpec(n, 1600) }
 
 var benchSizes = []int{1000, 10000, 100000}
 

@@ -81,6 +81,8 @@ func Start(path string, opts Options) (*Server, error) {
 		grpc.StreamInterceptor(s.stream),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(s.srv, s)
+	// crictl checks that an image service answers on the same socket.
+	runtimeapi.RegisterImageServiceServer(s.srv, imageService{})
 	go s.srv.Serve(lis)
 	return s, nil
 }
@@ -308,4 +310,16 @@ func (s *Server) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContai
 		}
 	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+type imageService struct {
+	runtimeapi.UnimplementedImageServiceServer
+}
+
+func (imageService) ListImages(context.Context, *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+	return &runtimeapi.ListImagesResponse{}, nil
+}
+
+func (imageService) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
+	return &runtimeapi.ImageFsInfoResponse{}, nil
 }

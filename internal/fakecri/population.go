@@ -125,3 +125,11 @@ func suffix(i int) string {
 	}
 	return string(b)
 }
+
+// BenchSpec is a realistic busy node of n containers: most exited (the
+// pile-up), a tenth running, one sandbox per ten containers, each container
+// carrying the kubelet's labels and annotations plus padding bytes (1600
+// gives ~2.3 KiB per container, a preStop hook and device annotations' worth).
+func BenchSpec(n, padding int) Spec {
+	return Spec{Ready: n / 20, NotReady: n / 20, Created: n / 100, Running: n / 10, Exited: n - n/100 - n/10 - n/200, Unknown: n / 200, PaddingBytes: padding}
+}
