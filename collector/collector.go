@@ -50,6 +50,12 @@ var (
 	errorsDesc = prometheus.NewDesc("pleg_relist_errors_total",
 		"Shadow relists that the kubelet's relist would have failed, by gRPC code (ResourceExhausted: an answer over the payload limit; DeadlineExceeded: the runtime hung; Unavailable: not reachable).",
 		[]string{"code"}, nil)
+	nsContainersDesc = prometheus.NewDesc("pleg_namespace_containers",
+		"Containers by namespace and CRI state in the latest relist, the top --collector.namespaces.top namespaces by container count and the rest summed as namespace=\"other\" (opt-in: --collector.namespaces).",
+		[]string{"namespace", "state"}, nil)
+	nsPayloadDesc = prometheus.NewDesc("pleg_namespace_payload_bytes",
+		"Bytes each namespace's containers add to the ListContainers answer, same namespaces as pleg_namespace_containers (opt-in: --collector.namespaces).",
+		[]string{"namespace"}, nil)
 	infoDesc = prometheus.NewDesc("pleg_runtime_info",
 		"The container runtime the exporter relists through; streaming says whether it implements CRI list streaming (true, false, or unknown).",
 		[]string{"runtime", "version", "api_version", "streaming"}, nil)
@@ -67,10 +73,14 @@ func NewCollector(r *Relister) *Collector { return &Collector{r: r} }
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{containersDesc, dockerContainersDesc, dockerUpDesc, sandboxesDesc,
 		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, thresholdDesc, upDesc,
-		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc} {
+		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc} {
 		ch <- d
 	}
 	c.r.latency.Describe(ch)
+	if c.r.cfg.Probes {
+		c.r.probeLatency.Describe(ch)
+		c.r.probeTimeouts.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -88,6 +98,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), code)
 	}
 	c.r.latency.Collect(ch)
+	if c.r.cfg.Probes {
+		c.r.probeLatency.Collect(ch)
+		c.r.probeTimeouts.Collect(ch)
+	}
 	if st.InfoKnown {
 		streaming := st.Info.Streaming
 		if streaming == "" {
@@ -141,6 +155,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, s := range SandboxStates {
 			gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
+		}
+		for _, ns := range cnt.Namespaces {
+			for _, s := range ContainerStates {
+				gauge(nsContainersDesc, float64(ns.Containers[s]), ns.Namespace, s)
+			}
+			gauge(nsPayloadDesc, float64(ns.PayloadBytes), ns.Namespace)
 		}
 	}
 }

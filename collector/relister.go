@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,9 @@ type RelisterConfig struct {
 	Threshold time.Duration
 	// LimitBytes is the kubelet's gRPC receive limit (16 MiB).
 	LimitBytes int64
+	// Probes turns on the status probes of suspect sandboxes and containers
+	// when the runtime supports them (collector.Prober).
+	Probes bool
 }
 
 // Relister runs shadow relists in the background and keeps the latest
@@ -37,7 +41,10 @@ type Relister struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	latency prometheus.Histogram
+	latency       prometheus.Histogram
+	probeLatency  *prometheus.HistogramVec
+	probeTimeouts *prometheus.CounterVec
+	probing       atomic.Bool
 
 	mu          sync.RWMutex
 	last        *Snapshot // latest finished relist
@@ -63,6 +70,15 @@ func NewRelister(rt Runtime, cfg RelisterConfig, logger *slog.Logger) *Relister 
 			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
 			Buckets: LatencyBuckets,
 		}),
+		probeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pleg_status_probe_duration_seconds",
+			Help:    "Latency of the exporter's status calls (PodSandboxStatus, ContainerStatus) on notready sandboxes and unknown containers, the per-pod calls that hang on broken sandboxes and make one kubelet relist take minutes.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"kind"}),
+		probeTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pleg_status_probe_timeouts_total",
+			Help: "Status probes that ran into their deadline (--probe.timeout): each such call costs the kubelet's relist up to its 2m runtime-request-timeout.",
+		}, []string{"kind"}),
 		// Present from the start so increase() sees the first failure.
 		errors:      map[string]uint64{"ResourceExhausted": 0, "DeadlineExceeded": 0, "Unavailable": 0},
 		lastState:   "init",
@@ -131,6 +147,7 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 		}
 	}
 	r.record(snap)
+	r.startProbes(ctx)
 	// A large answer leaves tens of MiB of freed receive buffers behind;
 	// hand them back to the OS now rather than minutes later, so the
 	// exporter's RSS on a troubled node stays flat between relists.
@@ -222,4 +239,24 @@ func (r *Relister) State() State {
 		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, Now: r.now(),
 		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
 	}
+}
+
+// startProbes runs the status probes of the latest relist's suspects in
+// their own goroutine, one round at a time: a probe that hangs until its
+// deadline must not delay the next relist.
+func (r *Relister) startProbes(ctx context.Context) {
+	p, ok := r.rt.(Prober)
+	if !ok || !r.cfg.Probes || !r.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.probing.Store(false)
+		for _, res := range p.Probe(ctx) {
+			r.probeLatency.WithLabelValues(res.Kind).Observe(res.Duration.Seconds())
+			if res.TimedOut {
+				r.probeTimeouts.WithLabelValues(res.Kind).Inc()
+				r.logger.Warn("status probe timed out", "kind", res.Kind, "id", res.ID, "after", res.Duration)
+			}
+		}
+	}()
 }

@@ -88,6 +88,10 @@ type Snapshot struct {
 	// DockerErr is set when the Docker view was configured but failed.
 	DockerErr error
 
+	// Namespaces is the top-N breakdown of the containers by namespace,
+	// nil unless --collector.namespaces is on.
+	Namespaces []NamespaceStat
+
 	// Err is the error the kubelet's own relist would have seen: nil when
 	// both unfiltered lists returned within the payload limit.
 	Err error

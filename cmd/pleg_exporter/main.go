@@ -61,7 +61,19 @@ var (
 				Bool()
 	maxRequests = kingpin.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
 			Default("40").Int()
+	nsEnabled = kingpin.Flag("collector.namespaces", "Export containers and payload bytes by namespace (pleg_namespace_*), the top --collector.namespaces.top namespaces and the rest as namespace=\"other\".").
+			Bool()
+	nsTop = kingpin.Flag("collector.namespaces.top", "How many namespaces --collector.namespaces names; the rest are summed as \"other\" (bounds the label's cardinality to N+1).").
+		Default("10").Int()
+	probeMax = kingpin.Flag("probe.max-per-cycle", "Status calls (PodSandboxStatus, ContainerStatus) on notready sandboxes and unknown containers per relist, oldest first and rotating; 0 disables the probes.").
+			Default("20").Int()
+	probeTimeout = kingpin.Flag("probe.timeout", "Deadline of each status probe; a probe that reaches it is counted in pleg_status_probe_timeouts_total.").
+			Default("5s").Duration()
 	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
+
+	serveCmd    = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
+	diagnoseCmd = kingpin.Command("diagnose", "Relist once and report what threatens the node: counts, payload against the limit, the namespaces and pods that hold the containers, hanging status calls, and the cleanup commands. Exit 0 healthy, 1 at risk, 2 runtime unreachable.")
+	outputFmt   = diagnoseCmd.Flag("output", "Report format: text or json.").Default("text").Enum("text", "json")
 )
 
 func main() {
@@ -81,7 +93,7 @@ func run() int {
 	kingpin.Version(version.Print(name))
 	kingpin.CommandLine.UsageWriter(os.Stdout)
 	kingpin.HelpFlag.Short('h')
-	kingpin.Parse()
+	command := kingpin.Parse()
 	logger := promslog.New(promslogConfig)
 
 	cfg := runtimes.Config{
@@ -91,11 +103,20 @@ func run() int {
 		MaxRecvBytes: *maxRecv,
 		Timeout:      *relistTimeout,
 		Logger:       logger,
+		ProbeMax:     *probeMax,
+		ProbeTimeout: *probeTimeout,
+	}
+	if *nsEnabled {
+		cfg.NamespacesTop = *nsTop
 	}
 	if err := checkFlags(cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
 		return 1
 	}
+	if command == diagnoseCmd.FullCommand() {
+		return runDiagnose(cfg)
+	}
+	_ = serveCmd
 	if f := *toolkitFlags.WebConfigFile; f != "" {
 		if err := web.Validate(f); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: error: --web.config.file=%s: %v\n", name, f, err)
@@ -117,6 +138,7 @@ func run() int {
 		Interval:   *relistInterval,
 		Threshold:  *plegThreshold,
 		LimitBytes: *grpcLimit,
+		Probes:     *probeMax > 0,
 	}, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -193,6 +215,12 @@ func checkFlags(cfg runtimes.Config) error {
 		return fmt.Errorf("--runtime.max-recv-bytes (%d) must be above --pleg.grpc-limit-bytes (%d) to measure answers past the kubelet's limit", *maxRecv, *grpcLimit)
 	case *maxRequests < 0:
 		return fmt.Errorf("--web.max-requests must be 0 or more, got %d", *maxRequests)
+	case *nsTop < 1:
+		return fmt.Errorf("--collector.namespaces.top must be at least 1, got %d", *nsTop)
+	case *probeMax < 0:
+		return fmt.Errorf("--probe.max-per-cycle must be 0 or more, got %d", *probeMax)
+	case *probeTimeout <= 0:
+		return fmt.Errorf("--probe.timeout must be positive, got %s", *probeTimeout)
 	}
 	return nil
 }

@@ -33,6 +33,12 @@ type Config struct {
 	// Timeout is the deadline of each call, like the kubelet's
 	// --runtime-request-timeout.
 	Timeout time.Duration
+	// NamespacesTop > 0 breaks the containers down by namespace, top N.
+	NamespacesTop int
+	// ProbeMax > 0 makes each relist remember the notready sandboxes and
+	// unknown containers for Probe, which checks at most ProbeMax of them.
+	ProbeMax     int
+	ProbeTimeout time.Duration
 }
 
 // Client relists through one CRI endpoint. It keeps no list between relists.
@@ -43,6 +49,9 @@ type Client struct {
 
 	mu        sync.Mutex
 	streaming string // "true", "false" or "" (not known)
+	// candidates for the status probes, from the latest relist only.
+	candidates  []candidate
+	probeCursor candidate
 	// unknownFilterRejected is set when the runtime refused a state=UNKNOWN
 	// filter (cri-dockerd turns it into Docker's invalid status=unknown).
 	unknownFilterRejected bool
@@ -169,6 +178,30 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 	snap := collector.NewSnapshot(start)
 
 	var sbSum, ctSum listSummary
+	var cands []candidate
+	if c.cfg.ProbeMax > 0 {
+		sbSum.candidates, ctSum.candidates = true, true
+		sbSum.onItem = func(it item) {
+			if it.State != int32(runtimeapi.PodSandboxState_SANDBOX_READY) {
+				cands = append(cands, candidate{kind: collector.ProbeSandbox, id: string(it.ID), created: it.CreatedAt})
+			}
+		}
+	}
+	var tally collector.NamespaceTally
+	if c.cfg.NamespacesTop > 0 || c.cfg.ProbeMax > 0 {
+		ctSum.namespaces = c.cfg.NamespacesTop > 0
+		if ctSum.namespaces {
+			tally = collector.NamespaceTally{}
+		}
+		ctSum.onItem = func(it item) {
+			if tally != nil {
+				tally.Add(string(it.Namespace), containerState(runtimeapi.ContainerState(it.State)), it.Bytes)
+			}
+			if ctSum.candidates && it.State == int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN) {
+				cands = append(cands, candidate{kind: collector.ProbeContainer, id: string(it.ID), created: it.CreatedAt})
+			}
+		}
+	}
 	sbCtx, sbCancel := c.call(ctx)
 	sbErr := c.listSandboxesRaw(sbCtx, nil, &sbSum)
 	sbCancel()
@@ -200,6 +233,14 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 	}
 	if ctOK {
 		snap.Containers = ctSum.containerCounts()
+		if tally != nil {
+			snap.Namespaces = tally.Top(c.cfg.NamespacesTop)
+		}
+	}
+	if c.cfg.ProbeMax > 0 && sbOK && ctOK {
+		c.mu.Lock()
+		c.candidates = cands
+		c.mu.Unlock()
 	}
 	needSB := !sbOK && tooLarge(sbErr)
 	needCT := !ctOK && tooLarge(ctErr)
@@ -225,10 +266,17 @@ func (c *Client) Relist(ctx context.Context) *collector.Snapshot {
 	if ok && needCT {
 		var counts map[string]int
 		var complete bool
-		counts, complete, ok = c.countContainers(fctx, sandboxIDs)
+		var fbTally collector.NamespaceTally
+		if c.cfg.NamespacesTop > 0 {
+			fbTally = collector.NamespaceTally{}
+		}
+		counts, complete, ok = c.countContainers(fctx, sandboxIDs, fbTally)
 		if ok {
 			snap.Containers = counts
 			snap.ContainersIncomplete = !complete
+			if fbTally != nil {
+				snap.Namespaces = fbTally.Top(c.cfg.NamespacesTop)
+			}
 		}
 	}
 	snap.FallbackDuration = time.Since(fbStart)

@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
@@ -69,7 +71,7 @@ func (c *Client) countSandboxes(ctx context.Context) (map[string]int, []string, 
 // countContainers counts containers by state: streamed when the runtime can,
 // else one state at a time, and a state that is still too large one sandbox
 // at a time. complete is false when a state could not be counted at all.
-func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (counts map[string]int, complete, ok bool) {
+func (c *Client) countContainers(ctx context.Context, sandboxIDs []string, tally collector.NamespaceTally) (counts map[string]int, complete, ok bool) {
 	counts = map[string]int{}
 	for _, s := range collector.ContainerStates {
 		counts[s] = 0
@@ -81,11 +83,17 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 			if resp, err = st.Recv(); err == nil {
 				for _, ct := range resp.GetContainers() {
 					counts[containerState(ct.GetState())]++
+					if tally != nil {
+						tally.Add(ct.GetLabels()[namespaceLabel], containerState(ct.GetState()), int(elementSize(ct)))
+					}
 				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
 			return counts, true, true
+		}
+		for k := range tally {
+			delete(tally, k)
 		}
 		if status.Code(err) == codes.Unimplemented {
 			c.noStreaming()
@@ -101,7 +109,7 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 			continue
 		}
 		filter := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: state}}
-		n, err := c.countFiltered(ctx, filter)
+		n, err := c.countFiltered(ctx, filter, tally)
 		if tooLarge(err) && sandboxIDs == nil {
 			// The unfiltered sandbox list worked; list the ids once now.
 			sum := listSummary{keepIDs: true}
@@ -117,7 +125,7 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 				m, err = c.countFiltered(ctx, &runtimeapi.ContainerFilter{
 					State:        &runtimeapi.ContainerStateValue{State: state},
 					PodSandboxId: id,
-				})
+				}, tally)
 				if err != nil {
 					break
 				}
@@ -139,8 +147,14 @@ func (c *Client) countContainers(ctx context.Context, sandboxIDs []string) (coun
 	return counts, complete, true
 }
 
-func (c *Client) countFiltered(ctx context.Context, f *runtimeapi.ContainerFilter) (int, error) {
+func (c *Client) countFiltered(ctx context.Context, f *runtimeapi.ContainerFilter, tally collector.NamespaceTally) (int, error) {
 	var sum listSummary
+	if tally != nil {
+		sum.namespaces = true
+		sum.onItem = func(it item) {
+			tally.Add(string(it.Namespace), containerState(runtimeapi.ContainerState(it.State)), it.Bytes)
+		}
+	}
 	if err := c.listContainersRaw(ctx, f, &sum); err != nil {
 		return 0, err
 	}
@@ -160,4 +174,9 @@ func rejected(err error) bool {
 		return true
 	}
 	return false
+}
+
+func elementSize(m proto.Message) int64 {
+	n := proto.Size(m)
+	return int64(protowire.SizeTag(1) + protowire.SizeBytes(n))
 }

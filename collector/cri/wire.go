@@ -28,7 +28,9 @@ const (
 	containerLabelsField   = 8 // Container.labels (map<string,string>)
 	sandboxMetadataField   = 2 // PodSandbox.metadata
 	sandboxStateField      = 3 // PodSandbox.state
-	sandboxIDField         = 1 // PodSandbox.id
+	sandboxIDField         = 1 // PodSandbox.id, Container.id
+	containerCreatedField  = 7 // Container.created_at
+	sandboxCreatedField    = 4 // PodSandbox.created_at
 	metadataNamespaceField = 3 // PodSandboxMetadata.namespace
 	mapKeyField            = 1
 	mapValueField          = 2
@@ -40,7 +42,8 @@ const namespaceLabel = "io.kubernetes.pod.namespace"
 type item struct {
 	State     int32  // the enum value; 0 (CREATED / READY) when absent on the wire
 	Namespace []byte // only when asked for; valid only during the callback
-	ID        []byte // sandboxes only; valid only during the callback
+	ID        []byte // with keepIDs or candidates; valid only during the callback
+	CreatedAt int64  // with candidates
 	Bytes     int    // what the item adds to the answer (tag + length + body)
 }
 
@@ -49,6 +52,7 @@ type listSummary struct {
 	sandboxes  bool // which message the items are
 	namespaces bool // extract namespaces
 	keepIDs    bool // collect sandbox ids (for the per-sandbox fallback)
+	candidates bool // read ids and creation times (for the status probes)
 	onItem     func(item)
 	Size       int // the serialized size of the whole answer
 	Items      int
@@ -191,7 +195,15 @@ func scanItem(b []byte, s *listSummary) (item, error) {
 			it.State = int32(v)
 			b = b[m:]
 			continue
-		case s.sandboxes && num == sandboxIDField && typ == protowire.BytesType && s.keepIDs:
+		case num == createdField(s.sandboxes) && typ == protowire.VarintType && s.candidates:
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return it, errMalformed
+			}
+			it.CreatedAt = int64(v)
+			b = b[m:]
+			continue
+		case num == sandboxIDField && typ == protowire.BytesType && (s.keepIDs || s.candidates):
 			v, m := protowire.ConsumeBytes(b)
 			if m < 0 {
 				return it, errMalformed
@@ -222,6 +234,13 @@ func scanItem(b []byte, s *listSummary) (item, error) {
 		b = b[m:]
 	}
 	return it, nil
+}
+
+func createdField(sandboxes bool) protowire.Number {
+	if sandboxes {
+		return sandboxCreatedField
+	}
+	return containerCreatedField
 }
 
 // stringField returns the first length-delimited field num of a message.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
 	"github.com/pleg-exporter/pleg_exporter/collector/cri"
+	"github.com/pleg-exporter/pleg_exporter/collector/diagnose"
 	"github.com/pleg-exporter/pleg_exporter/collector/docker"
 )
 
@@ -52,6 +53,12 @@ type Config struct {
 	MaxRecvBytes int
 	Timeout      time.Duration
 	Logger       *slog.Logger
+	// NamespacesTop > 0 adds the per-namespace breakdown (CRI runtimes).
+	NamespacesTop int
+	// ProbeMax > 0 turns on status probes of at most that many suspects per
+	// cycle, each with ProbeTimeout (CRI runtimes).
+	ProbeMax     int
+	ProbeTimeout time.Duration
 }
 
 // Validate checks the configuration without touching any socket.
@@ -113,7 +120,8 @@ func open(cfg Config, c Candidate) (collector.Runtime, error) {
 	if c.Kind == KindDocker {
 		return docker.New(docker.Config{Host: c.Endpoint, Timeout: cfg.Timeout, Logger: cfg.Logger})
 	}
-	rt, err := cri.New(cri.Config{Endpoint: c.Endpoint, MaxRecvBytes: cfg.MaxRecvBytes, Timeout: cfg.Timeout})
+	rt, err := cri.New(cri.Config{Endpoint: c.Endpoint, MaxRecvBytes: cfg.MaxRecvBytes, Timeout: cfg.Timeout,
+		NamespacesTop: cfg.NamespacesTop, ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +220,16 @@ func (d *detecting) Info(ctx context.Context) (collector.Info, error) {
 	return rt.Info(ctx)
 }
 
+func (d *detecting) Probe(ctx context.Context) []collector.ProbeResult {
+	d.mu.Lock()
+	rt := d.rt
+	d.mu.Unlock()
+	if p, ok := rt.(collector.Prober); ok {
+		return p.Probe(ctx)
+	}
+	return nil
+}
+
 func (d *detecting) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -246,7 +264,50 @@ func (w *withDocker) Relist(ctx context.Context) *collector.Snapshot {
 	return snap
 }
 
+func (w *withDocker) Probe(ctx context.Context) []collector.ProbeResult {
+	if p, ok := w.Runtime.(collector.Prober); ok {
+		return p.Probe(ctx)
+	}
+	return nil
+}
+
 func (w *withDocker) Close() error {
 	w.docker.Close()
 	return w.Runtime.Close()
+}
+
+// Inventory lists everything with identities, for the diagnose report.
+func Inventory(ctx context.Context, rt collector.Runtime, cfg Config) (*diagnose.Inventory, error) {
+	switch r := rt.(type) {
+	case *detecting:
+		inner, err := r.resolve()
+		if err != nil {
+			return nil, err
+		}
+		return Inventory(ctx, inner, cfg)
+	case *withDocker:
+		inv, err := Inventory(ctx, r.Runtime, cfg)
+		if err != nil {
+			return nil, err
+		}
+		// Docker's own state beside the CRI one: only Docker shows dead.
+		dinv, derr := r.docker.Inventory(ctx, cfg.ProbeMax, cfg.ProbeTimeout)
+		if derr == nil {
+			states := map[string]string{}
+			for _, c := range dinv.Containers {
+				states[c.ID] = c.DockerState
+			}
+			for i := range inv.Containers {
+				inv.Containers[i].DockerState = states[inv.Containers[i].ID]
+			}
+			inv.Probes = append(inv.Probes, dinv.Probes...)
+		}
+		inv.Kind = "docker"
+		return inv, nil
+	case *cri.Client:
+		return r.Inventory(ctx)
+	case *docker.Client:
+		return r.Inventory(ctx, cfg.ProbeMax, cfg.ProbeTimeout)
+	}
+	return nil, fmt.Errorf("runtime %T cannot list an inventory", rt)
 }

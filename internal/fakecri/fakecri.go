@@ -52,6 +52,46 @@ type Server struct {
 	block      chan struct{} // non-nil: every call waits for it to close
 
 	calls sync.Map // method -> *atomic.Int64
+	hang  sync.Map // sandbox or container id whose status call hangs
+}
+
+// HangStatus makes PodSandboxStatus / ContainerStatus for these ids hang
+// until the caller's deadline, as on a broken (Docker Dead) sandbox.
+func (s *Server) HangStatus(ids ...string) {
+	for _, id := range ids {
+		s.hang.Store(id, true)
+	}
+}
+
+func (s *Server) hangIfAsked(ctx context.Context, id string) error {
+	if _, ok := s.hang.Load(id); ok {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return nil
+}
+
+// PodSandboxStatus implements the CRI.
+func (s *Server) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	if err := s.hangIfAsked(ctx, req.GetPodSandboxId()); err != nil {
+		return nil, err
+	}
+	for _, sb := range s.filterSandboxes(&runtimeapi.PodSandboxFilter{Id: req.GetPodSandboxId()}) {
+		return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{Id: sb.Id, Metadata: sb.Metadata, State: sb.State, CreatedAt: sb.CreatedAt}}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "sandbox %s not found", req.GetPodSandboxId())
+}
+
+// ContainerStatus implements the CRI.
+func (s *Server) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	if err := s.hangIfAsked(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
+	cs, _ := s.filterContainers(&runtimeapi.ContainerFilter{Id: req.GetContainerId()})
+	for _, c := range cs {
+		return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: c.Id, Metadata: c.Metadata, State: c.State, CreatedAt: c.CreatedAt}}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "container %s not found", req.GetContainerId())
 }
 
 // Start listens on a unix socket at path.

@@ -1,0 +1,114 @@
+package diagnose
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/collector"
+)
+
+var now = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+
+func inventory() *Inventory {
+	inv := &Inventory{Info: collector.Info{Runtime: "containerd", Version: "1.7.24", Endpoint: "unix:///run/containerd/containerd.sock"}, Kind: "cri",
+		Payload: map[string]int64{collector.RPCListContainers: 15 << 20, collector.RPCListPodSandbox: 1 << 20}}
+	add := func(ns, pod, state string, n int, bytes int64) {
+		for i := 0; i < n; i++ {
+			inv.Containers = append(inv.Containers, Container{ID: strings.Repeat("c", 60) + string(rune('a'+len(inv.Containers)%26)), Name: "w", Pod: pod, Namespace: ns, State: state, CreatedAt: now.Add(-time.Hour), Bytes: bytes})
+		}
+	}
+	add("batch-jobs", "cron-1", collector.ContainerExited, 5000, 2000)
+	add("batch-jobs", "cron-2", collector.ContainerExited, 1000, 2000)
+	add("default", "web-1", collector.ContainerRunning, 10, 1000)
+	add("ci", "build-1", collector.ContainerUnknown, 2, 1000)
+	inv.Sandboxes = []Sandbox{
+		{ID: "s1", Pod: "cron-1", Namespace: "batch-jobs", State: collector.SandboxNotReady, CreatedAt: now.Add(-48 * time.Hour)},
+		{ID: "s2", Pod: "web-1", Namespace: "default", State: collector.SandboxReady, CreatedAt: now.Add(-time.Hour)},
+	}
+	inv.Probes = []collector.ProbeResult{
+		{Kind: collector.ProbeSandbox, ID: "s1", Duration: 5 * time.Second, TimedOut: true, Err: errors.New("context deadline exceeded")},
+		{Kind: collector.ProbeContainer, ID: inv.Containers[6010].ID, Duration: 3 * time.Millisecond},
+	}
+	return inv
+}
+
+func TestBuildNamesCulpritsAndCleanup(t *testing.T) {
+	r := Build(inventory(), DefaultThresholds, now)
+	if !r.AtRisk || len(r.Reasons) != 3 {
+		t.Fatalf("at risk %v, reasons %q (want payload, exited pile-up, probe timeout)", r.AtRisk, r.Reasons)
+	}
+	if r.Namespaces[0].Name != "batch-jobs" || r.Namespaces[0].Containers != 6000 || r.NSBytes[0].Name != "batch-jobs" {
+		t.Errorf("top namespace %+v", r.Namespaces[0])
+	}
+	if r.Pods[0].Name != "batch-jobs/cron-1" || r.Pods[0].Containers != 5000 {
+		t.Errorf("top pod %+v", r.Pods[0])
+	}
+	if r.Containers[collector.ContainerExited] != 6000 || r.Sandboxes[collector.SandboxNotReady] != 1 || len(r.Suspects) != 2 {
+		t.Errorf("counts %v %v suspects %d", r.Containers, r.Sandboxes, len(r.Suspects))
+	}
+	if r.Probes[0].Result != "TIMED OUT" || r.Probes[0].Where != "batch-jobs/cron-1" {
+		t.Errorf("slowest probe %+v", r.Probes[0])
+	}
+	// 15 MiB used, 1 MiB left, 2.6 KB average: ~400 more fit.
+	for _, p := range r.Payload {
+		if p.RPC == collector.RPCListContainers && (p.MoreFit < 350 || p.MoreFit > 450) {
+			t.Errorf("more fit %d", p.MoreFit)
+		}
+	}
+	var cmds []string
+	for _, s := range r.Cleanup {
+		cmds = append(cmds, s.Command)
+	}
+	all := strings.Join(cmds, "\n")
+	for _, want := range []string{"kubectl cordon NODE", "crictl rm $(crictl ps -a --state exited -q)", "crictl rm -f " + inventory().Containers[6010].ID, "crictl rmp $(crictl pods --state notready -q)", "kubectl -n batch-jobs get jobs,cronjobs,pods", "kubectl uncordon NODE"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("cleanup lacks %q:\n%s", want, all)
+		}
+	}
+	if !strings.HasPrefix(cmds[0], "kubectl cordon") {
+		t.Error("cordon must come first")
+	}
+	var buf bytes.Buffer
+	if err := r.JSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Namespaces[0].Name != "batch-jobs" {
+		t.Errorf("json: %v", err)
+	}
+	buf.Reset()
+	r.Text(&buf)
+	for _, want := range []string{"AT RISK", "Top namespaces by containers", "batch-jobs", "TIMED OUT", "Cleanup"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text report lacks %q", want)
+		}
+	}
+}
+
+func TestBuildDockerCleanupAndHealthy(t *testing.T) {
+	inv := &Inventory{Kind: "docker", Payload: map[string]int64{collector.RPCListContainers: 10000}}
+	inv.Containers = []Container{
+		{ID: "d1", Namespace: "default", Pod: "p", State: collector.ContainerUnknown, DockerState: "dead"},
+		{ID: "d2", State: "docker-only", DockerState: "running"},
+	}
+	r := Build(inv, DefaultThresholds, now)
+	if !r.AtRisk || r.Docker["dead"] != 1 || r.Containers[collector.ContainerUnknown] != 1 || r.Containers[collector.ContainerRunning] != 0 {
+		t.Fatalf("%+v", r)
+	}
+	var cmds []string
+	for _, s := range r.Cleanup {
+		cmds = append(cmds, s.Command+" "+s.Warning)
+	}
+	all := strings.Join(cmds, "\n")
+	if !strings.Contains(all, "docker rm -f d1") || !strings.Contains(all, "docker system prune") || !strings.Contains(all, "every stopped container") {
+		t.Errorf("docker cleanup:\n%s", all)
+	}
+	inv.Containers = inv.Containers[1:]
+	if r := Build(inv, DefaultThresholds, now); r.AtRisk {
+		t.Errorf("healthy node at risk: %v", r.Reasons)
+	}
+}
