@@ -253,3 +253,45 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+type probingRuntime struct {
+	stubRuntime
+	results []ProbeResult
+}
+
+func (p *probingRuntime) Probe(context.Context) []ProbeResult { return p.results }
+
+// --collector.namespaces and the status probes.
+func TestGoldenNamespacesAndProbes(t *testing.T) {
+	now := t0
+	s := healthySnap(t0)
+	tally := NamespaceTally{}
+	for i := 0; i < 9000; i++ {
+		tally.Add("batch-jobs", ContainerExited, 1000)
+	}
+	for i := 0; i < 1400; i++ {
+		tally.Add("ci", ContainerExited, 900)
+	}
+	for i := 0; i < 120; i++ {
+		tally.Add("default", ContainerRunning, 1200)
+	}
+	tally.Add("monitoring", ContainerUnknown, 800)
+	tally.Add("kube-system", ContainerCreated, 800)
+	s.Namespaces = tally.Top(3)
+	rt := &probingRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{s}, info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}},
+		results: []ProbeResult{
+			{Kind: ProbeSandbox, ID: "a1", Duration: 5 * time.Second, TimedOut: true},
+			{Kind: ProbeSandbox, ID: "a2", Duration: 3 * time.Millisecond},
+			{Kind: ProbeContainer, ID: "c1", Duration: 2 * time.Millisecond},
+		}}
+	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, Probes: true}, slogDiscard())
+	r.now = func() time.Time { return now }
+	r.RelistOnce(context.Background())
+	for r.probing.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	now = t0.Add(2 * time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(r))
+	compareGolden(t, reg, "metrics-namespaces-probes.prom")
+}

@@ -1,27 +1,16 @@
 package deploy
 
 import (
-	"os"
 	"os/exec"
 	"testing"
-)
 
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed; make test installs it", name)
-		}
-		t.Skipf("%s not installed (make test installs it)", name)
-	}
-	return p
-}
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
 
 const amConfig = "alertmanager/alertmanager.yml"
 
 func TestAlertmanagerConfig(t *testing.T) {
-	amtool := requireTool(t, "amtool")
+	amtool := testenv.RequireTool(t, "amtool")
 	if out, err := exec.Command(amtool, "check-config", amConfig).CombinedOutput(); err != nil {
 		t.Fatalf("amtool check-config: %v\n%s", err, out)
 	}

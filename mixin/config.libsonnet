@@ -48,6 +48,11 @@
     plegDeadContainersWarning: 1,
     plegAccumulationFor: '15m',
 
+    // Status probes (PodSandboxStatus/ContainerStatus on suspects) that ran
+    // into their deadline: each such call stalls a kubelet relist up to 2m.
+    plegProbeTimeoutsWindow: '5m',
+    plegProbeTimeoutsThreshold: 2,
+
     plegRuntimeDownFor: '30s',
     plegExporterDownFor: '1m',
     plegExporterAbsentFor: '5m',

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
 var binary string
@@ -36,20 +37,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// requireTool skips locally when a tool is missing but fails in CI, where
-// the Makefile must have installed it.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed; make test installs it", name)
-		}
-		t.Skipf("%s not installed (make test installs it)", name)
-	}
-	return p
 }
 
 func freeAddr(t *testing.T) string {
@@ -170,7 +157,7 @@ func TestBinaryAgainstFakeCRI(t *testing.T) {
 		t.Errorf("ready: %d", code)
 	}
 
-	promtool := requireTool(t, "promtool")
+	promtool := testenv.RequireTool(t, "promtool")
 	_, body := e.get(t, "/metrics")
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = strings.NewReader(body)

@@ -145,6 +145,14 @@ func populate(t *testing.T, ctx context.Context, k *testenv.Kubelet, st *stack.S
 			t.Fatal(err)
 		}
 	}
+	// A finished pod: a notready sandbox the exporter's status probes check.
+	done, err := k.RunPod(ctx, "batch-jobs", "cron-29218680-tzdzg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.StopPod(ctx, done); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := st.Dockerd.API.ContainerCreate(ctx, &container.Config{Image: testenv.Image}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "sidecar")
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +170,7 @@ func checkDashboards(t *testing.T, ctx context.Context, st *stack.Stack) {
 	// rate() needs two scrapes in its window; the recording rules one evaluation.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		r, err := st.Query(ctx, `rate(pleg_relists_total[1m]) > 0 and on() count(instance:pleg_relist_payload_bytes:max_ratio_limit) > 0`)
+		r, err := st.Query(ctx, `rate(pleg_relists_total[1m]) > 0 and on() count(instance:pleg_relist_payload_bytes:max_ratio_limit) > 0 and on() count(rate(pleg_status_probe_duration_seconds_count[1m]) > 0) > 0`)
 		if err == nil && len(r) > 0 {
 			break
 		}

@@ -92,7 +92,7 @@ func Start(o Options) (s *Stack, err error) {
 	if s.Containerd, err = testenv.StartContainerd(filepath.Join(o.Dir, "containerd")); err != nil {
 		return nil, err
 	}
-	args := []string{"--runtime.endpoint=" + s.Containerd.Endpoint(), "--relist.interval=" + o.RelistInterval, "--docker.host=none"}
+	args := []string{"--runtime.endpoint=" + s.Containerd.Endpoint(), "--relist.interval=" + o.RelistInterval, "--docker.host=none", "--collector.namespaces"}
 	if o.WithDocker {
 		if s.Dockerd, err = testenv.StartDockerd(filepath.Join(o.Dir, "docker")); err != nil {
 			return nil, err

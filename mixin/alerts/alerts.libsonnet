@@ -145,6 +145,18 @@
             },
           },
           {
+            alert: 'PLEGStatusProbesTimingOut',
+            expr: |||
+              sum without (kind) (increase(pleg_status_probe_timeouts_total{%(plegExporterSelector)s}[%(plegProbeTimeoutsWindow)s])) >= %(plegProbeTimeoutsThreshold)d
+            ||| % c,
+            'for': '0m',
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Status calls on notready sandboxes or unknown containers hang until their deadline.',
+              description: '{{ $value | printf "%%.0f" }} status probes on {{ $labels.%(nodeLabel)s }} timed out in %(plegProbeTimeoutsWindow)s; the kubelet makes the same calls in its relist, each waiting up to its 2m deadline, so a few such sandboxes push the relist past %(kubeletPlegThresholdSeconds)ds.' % c,
+            },
+          },
+          {
             alert: 'PLEGRuntimeDown',
             expr: |||
               pleg_runtime_up{%(plegExporterSelector)s} == 0

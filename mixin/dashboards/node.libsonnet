@@ -100,6 +100,21 @@
           'ops',
         ),
         g.timeseries(
+          'Top namespaces by containers',
+          'The namespaces holding the most containers on this node (--collector.namespaces; the rest summed as "other"). The one that grows is the workload leaving containers behind: fix its Job/CronJob cleanup. pleg_exporter diagnose on the node lists the pods.',
+          [g.target('topk(10, sum by (namespace) (pleg_namespace_containers{%s}))' % sel, '{{namespace}}')],
+          'short',
+        ) + { fieldConfig+: { defaults+: { noValue: 'Start the exporter with --collector.namespaces' } } },
+        g.timeseries(
+          'Status probes',
+          'Latency of the status calls on notready sandboxes and unknown containers, and how many ran into their deadline. Timeouts here are the calls that stall the kubelet relist for minutes: remove those sandboxes (see the runbook).',
+          [
+            g.target('histogram_quantile(0.99, sum by (kind, le) (rate(pleg_status_probe_duration_seconds_bucket{%s}[$__rate_interval])))' % sel, 'p99 {{kind}}'),
+            g.target('sum by (kind) (rate(pleg_status_probe_timeouts_total{%s}[$__rate_interval]))' % sel, 'timeouts/s {{kind}}', refId='B'),
+          ],
+          's',
+        ) + { fieldConfig+: { defaults+: { noValue: 'No suspects probed (no notready sandboxes or unknown containers)' } } },
+        g.timeseries(
           'Docker containers by state',
           'Docker own states on Docker and cri-dockerd nodes; only Docker shows dead containers (a removal that failed). Empty on containerd and CRI-O nodes.',
           [g.target('sum by (state) (pleg_docker_containers{%s})' % sel, '{{state}}')],

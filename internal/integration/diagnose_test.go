@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// diagnose on the real containerd: the report's counts and top namespace
+// equal what the runtime itself answers.
+func TestDiagnoseOnContainerd(t *testing.T) {
+	need(t, ctdErr)
+	populate(t)
+	bin := filepath.Join(t.TempDir(), "pleg_exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	c := ctx(t, 2*time.Minute)
+	tr := readTruth(t, c)
+	list, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNS := map[string]int{}
+	for _, ct := range list.Containers {
+		perNS[ct.Labels["io.kubernetes.pod.namespace"]]++
+	}
+	topNS, topN := "", 0
+	for ns, n := range perNS {
+		if n > topN || (n == topN && ns < topNS) {
+			topNS, topN = ns, n
+		}
+	}
+
+	cmd := exec.Command(bin, "diagnose", "--output=json", "--runtime.endpoint="+ctd.Endpoint())
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r struct {
+		Containers map[string]int `json:"containers"`
+		Sandboxes  map[string]int `json:"sandboxes"`
+		Namespaces []struct {
+			Name       string
+			Containers int
+		} `json:"top_namespaces_by_containers"`
+		NotReady []struct{ ID, Where string }        `json:"notready_sandboxes"`
+		Probes   []struct{ Kind, ID, Result string } `json:"slowest_status_calls"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for s, n := range tr.containers {
+		if r.Containers[s] != n {
+			t.Errorf("containers[%s] = %d, runtime says %d", s, r.Containers[s], n)
+		}
+	}
+	for s, n := range tr.sandboxes {
+		if r.Sandboxes[s] != n {
+			t.Errorf("sandboxes[%s] = %d, runtime says %d", s, r.Sandboxes[s], n)
+		}
+	}
+	if len(r.Namespaces) == 0 || r.Namespaces[0].Name != topNS || r.Namespaces[0].Containers != topN {
+		t.Errorf("top namespace %+v, runtime says %s with %d", r.Namespaces, topNS, topN)
+	}
+	if len(r.NotReady) != tr.sandboxes["notready"] || len(r.Probes) == 0 || r.Probes[0].Kind != "sandbox" || r.Probes[0].Result != "ok" {
+		t.Errorf("notready %+v probes %+v", r.NotReady, r.Probes)
+	}
+	t.Logf("diagnose on containerd: top namespace %s with %d containers (runtime: %v); notready %d; probes %d", r.Namespaces[0].Name, r.Namespaces[0].Containers, perNS, len(r.NotReady), len(r.Probes))
+}
