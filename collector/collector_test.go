@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -294,4 +295,42 @@ func TestGoldenNamespacesAndProbes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-namespaces-probes.prom")
+}
+
+// gcPercentRuntime records the GC percent in force while it relists.
+type gcPercentRuntime struct {
+	stubRuntime
+	during int
+}
+
+func currentGCPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+func (g *gcPercentRuntime) Relist(ctx context.Context) *Snapshot {
+	g.during = currentGCPercent()
+	return g.stubRuntime.Relist(ctx)
+}
+
+// A relist holds its answer with the lower GC percent; scrapes between
+// relists run with the process's own, and a lower process setting (or
+// GOGC=off) is never raised.
+func TestRelistGCPercentIsScopedToTheRelist(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(orig)
+	for _, tc := range []struct{ process, want int }{{100, 50}, {200, 50}, {20, 20}, {-1, -1}} {
+		debug.SetGCPercent(tc.process)
+		now := t0
+		rt := &gcPercentRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{healthySnap(t0)}}}
+		r := NewRelister(rt, RelisterConfig{Interval: time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, RelistGCPercent: 50}, slogDiscard())
+		r.now = func() time.Time { return now }
+		r.RelistOnce(context.Background())
+		after := currentGCPercent()
+		debug.SetGCPercent(100)
+		if rt.during != tc.want || after != tc.process {
+			t.Errorf("process GOGC %d: %d during the relist (want %d), %d after (want %d)", tc.process, rt.during, tc.want, after, tc.process)
+		}
+	}
 }

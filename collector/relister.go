@@ -30,6 +30,11 @@ type RelisterConfig struct {
 	// Probes turns on the status probes of suspect sandboxes and containers
 	// when the runtime supports them (collector.Prober).
 	Probes bool
+	// RelistGCPercent, when > 0, is the GC percent in force while a relist
+	// holds its answers (restored afterwards). A lower value keeps the peak heap near the one
+	// large answer; scrapes between relists keep the process's setting, so
+	// their small allocations do not trigger a collection every few scrapes.
+	RelistGCPercent int
 }
 
 // Relister runs shadow relists in the background and keeps the latest
@@ -135,7 +140,7 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 	}
 	// Each call of the relist carries its own deadline (--relist.timeout),
 	// like each CRI call of the kubelet's.
-	snap := r.rt.Relist(ctx)
+	snap := r.relist(ctx)
 	if snap.Err == nil {
 		// The kubelet also rejects what it cannot receive (for Docker the
 		// estimate stands in for cri-dockerd's answer).
@@ -157,6 +162,21 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 		debug.FreeOSMemory()
 		debug.FreeOSMemory()
 	}
+}
+
+func (r *Relister) relist(ctx context.Context) *Snapshot {
+	if p := r.cfg.RelistGCPercent; p > 0 {
+		// SetGCPercent takes the heap lock, not the world: cheap enough to
+		// do twice a relist.
+		// Never raised above the process's setting, nor turned on when
+		// GOGC=off.
+		if prev := debug.SetGCPercent(p); prev < p {
+			debug.SetGCPercent(prev)
+		} else {
+			defer debug.SetGCPercent(prev)
+		}
+	}
+	return r.rt.Relist(ctx)
 }
 
 // releaseAfterBytes is the answer size past which a relist returns its
