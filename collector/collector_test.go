@@ -334,3 +334,20 @@ func TestRelistGCPercentIsScopedToTheRelist(t *testing.T) {
 		}
 	}
 }
+
+// On shutdown the relist in flight is cancelled by the exporter itself: it
+// is neither counted as a relist the kubelet would fail nor recorded.
+func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
+	now := t0
+	cancelled := NewSnapshot(t0)
+	cancelled.Err = status.Error(codes.Canceled, "context canceled")
+	r := newTestRelister(&stubRuntime{snaps: []*Snapshot{healthySnap(t0), cancelled}}, &now)
+	r.RelistOnce(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.RelistOnce(ctx)
+	st := r.State()
+	if st.Relists != 1 || st.Errors["Canceled"] != 0 || st.Last.Err != nil {
+		t.Fatalf("after a cancelled relist: relists %d, errors %v, last err %v; want 1 relist, no error", st.Relists, st.Errors, st.Last.Err)
+	}
+}

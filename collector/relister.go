@@ -141,6 +141,11 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 	// Each call of the relist carries its own deadline (--relist.timeout),
 	// like each CRI call of the kubelet's.
 	snap := r.relist(ctx)
+	if ctx.Err() != nil {
+		// Shutting down: a relist cut short by us says nothing about the
+		// runtime, and must not be logged or counted as its failure.
+		return
+	}
 	if snap.Err == nil {
 		// The kubelet also rejects what it cannot receive (for Docker the
 		// estimate stands in for cri-dockerd's answer).
