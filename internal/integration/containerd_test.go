@@ -228,7 +228,7 @@ func TestContainerdOverflow(t *testing.T) {
 	if grew := got["pleg_last_seen_seconds"] - first; grew < 2.5 {
 		t.Errorf("last seen grew only %.2fs in 3s of overflow", grew)
 	}
-	t.Logf("overflow: payload %v B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
+	t.Logf("overflow: payload %.0f B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
 		got["pleg_relist_fallback_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
 
 	// Clean up the leak: recovery within one interval.
