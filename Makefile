@@ -36,7 +36,7 @@ run: build
 
 ## deps: install the real components the tests need (Debian packages; root).
 deps:
-	bash scripts/install-deps.sh runtime docker prometheus
+	bash scripts/install-deps.sh runtime docker prometheus tools
 
 deps-runtime:
 	bash scripts/install-deps.sh runtime

@@ -228,12 +228,8 @@ func TestSystemdUnit(t *testing.T) {
 		}
 	}
 	// verify needs ExecStart to exist: point it at a real binary.
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pleg_exporter")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/pleg_exporter").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	path := filepath.Join(dir, "pleg_exporter.service")
+	bin := buildExporter(t)
+	path := filepath.Join(filepath.Dir(bin), "pleg_exporter.service")
 	os.WriteFile(path, bytes.ReplaceAll(unit, []byte("/usr/local/bin/pleg_exporter"), []byte(bin)), 0o644)
 	cmd := exec.Command(analyze, "verify", path)
 	out, err := cmd.CombinedOutput()

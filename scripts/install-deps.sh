@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, the real components the tests and the
 # private runtimes need, when they are missing. Needs root (CI runs as root).
-# Usage: scripts/install-deps.sh [group...]  groups: runtime docker prometheus
+# Usage: scripts/install-deps.sh [group...]  groups: runtime docker prometheus tools
 set -euo pipefail
 
 declare -A pkg_of=(
@@ -9,15 +9,17 @@ declare -A pkg_of=(
   [dockerd]=docker.io [docker]=docker.io
   [promtool]=prometheus [prometheus]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager
+  [strace]=strace [systemd-analyze]=systemd
 )
 declare -A group_bins=(
   [runtime]="containerd runc ctr busybox chattr"
   [docker]="dockerd docker"
   [prometheus]="promtool prometheus prometheus-alertmanager amtool"
+  [tools]="strace systemd-analyze"
 )
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(runtime docker prometheus)
+[ ${#groups[@]} -gt 0 ] || groups=(runtime docker prometheus tools)
 
 missing=()
 for g in "${groups[@]}"; do
