@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -349,5 +350,48 @@ func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
 	st := r.State()
 	if st.Relists != 1 || st.Errors["Canceled"] != 0 || st.Last.Err != nil {
 		t.Fatalf("after a cancelled relist: relists %d, errors %v, last err %v; want 1 relist, no error", st.Relists, st.Errors, st.Last.Err)
+	}
+}
+
+// A sandbox whose status call hangs on every cycle is logged once, again
+// after probeWarnEvery, and once more when it answers; the counter counts
+// every timeout.
+func TestHangingProbeIsLoggedOncePerHour(t *testing.T) {
+	now := t0
+	hung := ProbeResult{Kind: ProbeSandbox, ID: "s-dead", Duration: 5 * time.Second, TimedOut: true}
+	rt := &probingRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{healthySnap(t0)}}, results: []ProbeResult{hung}}
+	var logs strings.Builder
+	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, Probes: true},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	r.now = func() time.Time { return now }
+	cycle := func() {
+		t.Helper()
+		r.RelistOnce(context.Background())
+		for r.probing.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	count := func(msg string) int { return strings.Count(logs.String(), `msg="`+msg+`"`) }
+
+	for i := 0; i < 30; i++ {
+		cycle()
+	}
+	if n := count("status probe timed out"); n != 1 {
+		t.Fatalf("30 cycles of the same hanging sandbox logged %d warnings, want 1:\n%s", n, logs.String())
+	}
+	now = now.Add(probeWarnEvery)
+	cycle()
+	if n := count("status probe timed out"); n != 2 {
+		t.Fatalf("an hour later: %d warnings, want 2", n)
+	}
+	rt.results = []ProbeResult{{Kind: ProbeSandbox, ID: "s-dead", Duration: time.Millisecond}}
+	cycle()
+	cycle()
+	if n := count("status probe answers again"); n != 1 {
+		t.Fatalf("recovery logged %d times, want 1:\n%s", n, logs.String())
+	}
+	if got := testutil.ToFloat64(r.probeTimeouts.WithLabelValues(ProbeSandbox)); got != 31 {
+		t.Fatalf("pleg_status_probe_timeouts_total = %v, want 31: every timeout counts", got)
 	}
 }

@@ -50,6 +50,9 @@ type Relister struct {
 	probeLatency  *prometheus.HistogramVec
 	probeTimeouts *prometheus.CounterVec
 	probing       atomic.Bool
+	// probeWarned maps a suspect's id to when its hanging status call was
+	// last logged; only the probing goroutine (one at a time) touches it.
+	probeWarned map[string]time.Time
 
 	mu          sync.RWMutex
 	last        *Snapshot // latest finished relist
@@ -88,8 +91,14 @@ func NewRelister(rt Runtime, cfg RelisterConfig, logger *slog.Logger) *Relister 
 		errors:      map[string]uint64{"ResourceExhausted": 0, "DeadlineExceeded": 0, "Unavailable": 0},
 		lastState:   "init",
 		firstRelist: make(chan struct{}),
+		probeWarned: map[string]time.Time{},
 	}
 }
+
+// probeWarnEvery is how often one suspect whose status call keeps timing out
+// is logged again: a Dead sandbox hangs on every cycle until someone removes
+// it, and the counter and the alert say so in the meantime.
+const probeWarnEvery = time.Hour
 
 // Run relists until ctx is done. Like the kubelet's wait.Until(relist, 1s)
 // the interval is measured from the end of one relist to the start of the
@@ -276,11 +285,29 @@ func (r *Relister) startProbes(ctx context.Context) {
 	}
 	go func() {
 		defer r.probing.Store(false)
+		now := r.now()
 		for _, res := range p.Probe(ctx) {
 			r.probeLatency.WithLabelValues(res.Kind).Observe(res.Duration.Seconds())
-			if res.TimedOut {
-				r.probeTimeouts.WithLabelValues(res.Kind).Inc()
+			if !res.TimedOut {
+				if _, hung := r.probeWarned[res.ID]; hung {
+					delete(r.probeWarned, res.ID)
+					r.logger.Info("status probe answers again", "kind", res.Kind, "id", res.ID, "after", res.Duration)
+				}
+				continue
+			}
+			r.probeTimeouts.WithLabelValues(res.Kind).Inc()
+			// Once per suspect, then once per probeWarnEvery while it
+			// keeps hanging: not once per cycle.
+			if last, ok := r.probeWarned[res.ID]; !ok || now.Sub(last) >= probeWarnEvery {
+				r.probeWarned[res.ID] = now
 				r.logger.Warn("status probe timed out", "kind", res.Kind, "id", res.ID, "after", res.Duration)
+			}
+		}
+		// Forget suspects that have not hung for a while (removed, or no
+		// longer probed), so the map holds at most an hour's worth.
+		for id, last := range r.probeWarned {
+			if now.Sub(last) >= probeWarnEvery {
+				delete(r.probeWarned, id)
 			}
 		}
 	}()
