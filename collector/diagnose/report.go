@@ -199,7 +199,7 @@ func Build(inv *Inventory, th Thresholds, now time.Time) *Report {
 	if timeouts > 0 {
 		r.reason("%d status calls timed out: each costs a kubelet relist up to its 2m deadline", timeouts)
 	}
-	r.Cleanup = cleanup(inv, r)
+	r.Cleanup = cleanup(inv, r, th.LimitBytes)
 	return r
 }
 
@@ -283,8 +283,22 @@ func size(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
+// batch feeds ids to a remove command a hundred at a time: the ids of
+// tens of thousands of containers overflow a shell's argument list.
+const batch = " | xargs -r -n 100 "
+
+// crictlMargin: crictl reads a list with the same 16 MiB receive limit as
+// the kubelet, so past the limit its plain list fails too; a filtered list
+// is safe to read up to this share of the limit (the framing of each item
+// adds a few bytes to the sum of their sizes).
+const crictlMargin = 0.9
+
+// maxListSteps bounds how many per-namespace or per-pod removals the report
+// spells out; diagnose, run again, lists what is left.
+const maxListSteps = 12
+
 // cleanup writes the exact commands for this runtime, cordon first.
-func cleanup(inv *Inventory, r *Report) []Step {
+func cleanup(inv *Inventory, r *Report, limit int64) []Step {
 	steps := []Step{{
 		Why:     "stop new pods landing here; drain before restarting the runtime or the kubelet, never restart them first",
 		Command: "kubectl cordon NODE && kubectl drain NODE --ignore-daemonsets --delete-emptydir-data --timeout=5m",
@@ -308,36 +322,39 @@ func cleanup(inv *Inventory, r *Report) []Step {
 	if inv.Kind == "docker" {
 		if exited > 0 {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers the kubelet lists (kubelet-created ones only)", exited),
-				Command: "docker rm $(docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=container)"})
+				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=container" + batch + "docker rm"})
 		}
 		switch {
 		case len(dead) > 20:
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
-				Command: "docker rm -f $(docker ps -aq --filter status=dead)"})
+				Command: "docker ps -aq --filter status=dead" + batch + "docker rm -f"})
 		case len(dead) > 0:
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
 				Command: "docker rm -f " + strings.Join(dead, " ")})
 		}
 		if len(notready) > 0 {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d sandboxes of finished pods", len(notready)),
-				Command: "docker rm $(docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=podsandbox)"})
+				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=podsandbox" + batch + "docker rm"})
 		}
 		steps = append(steps, Step{Why: "or all at once", Command: "docker system prune -f",
 			Warning: "removes every stopped container on the host (not only the kubelet's), unused networks and dangling images"})
 	} else {
+		// Sandboxes first: their list stays small enough to read past the
+		// limit, and removing a finished pod's sandbox removes its
+		// containers with it, usually most of the exited ones.
+		if len(notready) > 0 {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d notready sandboxes (finished pods) and their containers", len(notready)),
+				Command: "crictl pods --state notready -q" + batch + "crictl rmp"})
+		}
 		if exited > 0 {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers (the kubelet needs none of them to run pods)", exited),
-				Command: "crictl rm $(crictl ps -a --state exited -q)"})
+			steps = append(steps, exitedSteps(inv, exited, limit)...)
 		}
 		switch {
 		case len(unknown) > 20:
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)), Command: "crictl rm -f $(crictl ps -a --state unknown -q)"})
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)),
+				Command: "crictl ps -a --state unknown -q" + batch + "crictl rm -f"})
 		case len(unknown) > 0:
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)), Command: "crictl rm -f " + strings.Join(unknown, " ")})
-		}
-		if len(notready) > 0 {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d notready sandboxes and their containers", len(notready)),
-				Command: "crictl rmp $(crictl pods --state notready -q)"})
 		}
 	}
 	if len(r.NSBytes) > 0 && r.NSBytes[0].Fraction > 0.3 {
@@ -345,6 +362,90 @@ func cleanup(inv *Inventory, r *Report) []Step {
 			r.NSBytes[0].Name, 100*r.NSBytes[0].Fraction), Command: "kubectl -n " + r.NSBytes[0].Name + " get jobs,cronjobs,pods"})
 	}
 	steps = append(steps, Step{Why: "let the node take pods again once the alerts resolve", Command: "kubectl uncordon NODE"})
+	return steps
+}
+
+// exitedSteps removes the exited containers of a CRI runtime through lists
+// crictl can read: all at once when their list fits under the limit,
+// otherwise namespace by namespace, and a namespace too large on its own pod
+// by pod (the kubelet's labels are server-side filters, so each list holds
+// only what it names).
+func exitedSteps(inv *Inventory, exited int, limit int64) []Step {
+	fits := func(b int64) bool { return float64(b) <= crictlMargin*float64(limit) }
+	type group struct {
+		name  string
+		n     int
+		bytes int64
+	}
+	var total int64
+	byNS := map[string]*group{}
+	byPod := map[string]map[string]*group{}
+	for _, c := range inv.Containers {
+		if c.State != collector.ContainerExited {
+			continue
+		}
+		total += c.Bytes
+		g := byNS[c.Namespace]
+		if g == nil {
+			g = &group{name: c.Namespace}
+			byNS[c.Namespace] = g
+			byPod[c.Namespace] = map[string]*group{}
+		}
+		g.n++
+		g.bytes += c.Bytes
+		p := byPod[c.Namespace][c.Pod]
+		if p == nil {
+			p = &group{name: c.Pod}
+			byPod[c.Namespace][c.Pod] = p
+		}
+		p.n++
+		p.bytes += c.Bytes
+	}
+	const rm = "crictl rm"
+	if fits(total) {
+		return []Step{{Why: fmt.Sprintf("remove the %d exited containers (the kubelet needs none of them to run pods)", exited),
+			Command: "crictl ps -a --state exited -q" + batch + rm}}
+	}
+	sorted := func(m map[string]*group) []*group {
+		gs := make([]*group, 0, len(m))
+		for _, g := range m {
+			gs = append(gs, g)
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			if gs[i].bytes != gs[j].bytes {
+				return gs[i].bytes > gs[j].bytes
+			}
+			return gs[i].name < gs[j].name
+		})
+		return gs
+	}
+	nsLabel := func(ns string) string { return " --label io.kubernetes.pod.namespace=" + ns }
+	var steps []Step
+	left := 0
+	for _, ns := range sorted(byNS) {
+		if len(steps) >= maxListSteps {
+			left += ns.n
+			continue
+		}
+		if fits(ns.bytes) {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of namespace %s (%s)", ns.n, ns.name, size(ns.bytes)),
+				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " -q" + batch + rm})
+			continue
+		}
+		for _, pod := range sorted(byPod[ns.name]) {
+			if len(steps) >= maxListSteps {
+				left += pod.n
+				continue
+			}
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of pod %s/%s (%s)", pod.n, ns.name, pod.name, size(pod.bytes)),
+				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " --label io.kubernetes.pod.name=" + pod.name + " -q" + batch + rm})
+		}
+	}
+	steps[0].Why = fmt.Sprintf("the %d exited containers list to %s, too large for crictl to read at once (its limit is the kubelet's): ", exited, size(total)) + steps[0].Why
+	if left > 0 {
+		steps = append(steps, Step{Why: fmt.Sprintf("then list again: %d more exited containers are left for the next report", left),
+			Command: "pleg_exporter diagnose"})
+	}
 	return steps
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestBuildNamesCulpritsAndCleanup(t *testing.T) {
 		cmds = append(cmds, s.Command)
 	}
 	all := strings.Join(cmds, "\n")
-	for _, want := range []string{"kubectl cordon NODE", "crictl rm $(crictl ps -a --state exited -q)", "crictl rm -f " + inventory().Containers[6010].ID, "crictl rmp $(crictl pods --state notready -q)", "kubectl -n batch-jobs get jobs,cronjobs,pods", "kubectl uncordon NODE"} {
+	for _, want := range []string{"kubectl cordon NODE", "crictl ps -a --state exited -q | xargs -r -n 100 crictl rm", "crictl rm -f " + inventory().Containers[6010].ID, "crictl pods --state notready -q | xargs -r -n 100 crictl rmp", "kubectl -n batch-jobs get jobs,cronjobs,pods", "kubectl uncordon NODE"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("cleanup lacks %q:\n%s", want, all)
 		}
@@ -110,5 +111,65 @@ func TestBuildDockerCleanupAndHealthy(t *testing.T) {
 	inv.Containers = inv.Containers[1:]
 	if r := Build(inv, DefaultThresholds, now); r.AtRisk {
 		t.Errorf("healthy node at risk: %v", r.Reasons)
+	}
+}
+
+// Past the limit the plain `crictl ps -a --state exited` fails like the
+// kubelet's relist (crictl has the same 16 MiB receive limit): the cleanup
+// goes namespace by namespace, and a namespace too large on its own pod by
+// pod, every list under the limit, sandboxes first.
+func TestCleanupPastTheLimitUsesListsCrictlCanRead(t *testing.T) {
+	inv := &Inventory{Info: collector.Info{Runtime: "containerd"}, Kind: "cri",
+		Payload: map[string]int64{collector.RPCListContainers: 20 << 20, collector.RPCListPodSandbox: 1 << 20}}
+	add := func(ns, pod string, n int, bytes int64) {
+		for i := 0; i < n; i++ {
+			inv.Containers = append(inv.Containers, Container{ID: fmt.Sprintf("%064x", len(inv.Containers)), Pod: pod, Namespace: ns,
+				State: collector.ContainerExited, CreatedAt: now.Add(-time.Hour), Bytes: bytes})
+		}
+	}
+	add("batch-jobs", "cron-a", 4000, 2500) // 10 MB
+	add("batch-jobs", "cron-b", 3000, 2500) // 7.5 MB: the namespace, 17.5 MB, is over 0.9 x 16 MiB alone
+	add("ci", "build-1", 1000, 2000)        // 2 MB
+	inv.Sandboxes = []Sandbox{{ID: "s1", Pod: "cron-a", Namespace: "batch-jobs", State: collector.SandboxNotReady}}
+	r := Build(inv, DefaultThresholds, now)
+	var cmds []string
+	for _, s := range r.Cleanup {
+		cmds = append(cmds, s.Command)
+	}
+	all := strings.Join(cmds, "\n")
+	want := []string{
+		"crictl pods --state notready -q | xargs -r -n 100 crictl rmp",
+		"crictl ps -a --state exited --label io.kubernetes.pod.namespace=batch-jobs --label io.kubernetes.pod.name=cron-a -q | xargs -r -n 100 crictl rm",
+		"crictl ps -a --state exited --label io.kubernetes.pod.namespace=batch-jobs --label io.kubernetes.pod.name=cron-b -q | xargs -r -n 100 crictl rm",
+		"crictl ps -a --state exited --label io.kubernetes.pod.namespace=ci -q | xargs -r -n 100 crictl rm",
+	}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(all, w)
+		if i < 0 {
+			t.Fatalf("cleanup lacks %q:\n%s", w, all)
+		}
+		if i < last {
+			t.Errorf("%q out of order (sandboxes first, then the largest lists):\n%s", w, all)
+		}
+		last = i
+	}
+	if strings.Contains(all, "crictl ps -a --state exited -q") {
+		t.Errorf("the unfiltered exited list (20 MB) cannot be read by crictl:\n%s", all)
+	}
+	if !strings.Contains(r.Cleanup[2].Why, "too large for crictl") {
+		t.Errorf("the first per-namespace step does not say why: %q", r.Cleanup[2].Why)
+	}
+
+	// A node with more groups than the report spells out ends with the next
+	// diagnose.
+	inv.Containers = nil
+	for i := 0; i < 40; i++ {
+		add(fmt.Sprintf("ns-%02d", i), "p", 400, 1200) // 19.2 MB in all, 0.48 MB each
+	}
+	r = Build(inv, DefaultThresholds, now)
+	lastStep := r.Cleanup[len(r.Cleanup)-2] // before uncordon
+	if lastStep.Command != "pleg_exporter diagnose" || !strings.Contains(lastStep.Why, fmt.Sprintf("%d more exited", (40-maxListSteps)*400)) {
+		t.Errorf("capped cleanup ends with %+v", lastStep)
 	}
 }
