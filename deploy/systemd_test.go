@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -147,7 +148,8 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 	cmd := exec.Command(strace, "-f", "-qq", "-o", trace, bin,
 		"--runtime.endpoint="+srv.Endpoint(), "--web.listen-address="+addr,
 		"--relist.interval=200ms", "--probe.timeout=100ms", "--collector.namespaces", "--log.level=warn")
-	cmd.Stderr = os.Stderr
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs // the exporter's log, shown on failure
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 		}
 	}
 	if !timeouts {
-		t.Fatal("no status probe timed out within 30s; the scenario did not run")
+		t.Fatalf("no status probe timed out within 30s; the scenario did not run. Exporter log:\n%s", logs.String())
 	}
 	// strace -o blocks fatal signals for itself: stop the exporter, its
 	// tracee, and strace ends with it.
@@ -200,7 +202,7 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exporter under strace: %v", err)
+		t.Fatalf("exporter under strace: %v\n%s", err, logs.String())
 	}
 
 	f, err := os.Open(trace)
@@ -227,12 +229,30 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 		t.Fatalf("strace recorded only %d distinct calls: %v", len(used), keys(used))
 	}
 	if len(bad) > 0 {
-		t.Errorf("the unit's SystemCallFilter would kill the exporter (SIGSYS) on: %v", keys(bad))
+		t.Errorf("the unit's SystemCallFilter would kill the exporter (SIGSYS) on: %v\nexporter log:\n%s", keys(bad), logs.String())
 	}
 	if len(badFamilies) > 0 {
 		t.Errorf("the unit's RestrictAddressFamilies refuses sockets the exporter opens: %v", keys(badFamilies))
 	}
 	t.Logf("systemd filters: the exporter made %d distinct system calls, all allowed by the unit (%d allowed)", len(used), len(allowed))
+}
+
+// lockedBuffer collects a process's output while the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func keys(m map[string]bool) string {
