@@ -153,15 +153,24 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// strace -o blocks fatal signals for itself: signals go to the
+	// exporter, its tracee, and strace ends with it.
+	tracee := func(sig syscall.Signal) error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+		var pid int
+		if err == nil && len(strings.Fields(string(b))) == 1 {
+			_, err = fmt.Sscan(string(b), &pid)
+		} else if err == nil {
+			err = fmt.Errorf("strace has children %q, want the exporter alone", b)
+		}
+		if err != nil {
+			return err
+		}
+		return syscall.Kill(pid, sig)
+	}
 	defer func() {
-		// On a failure before the SIGTERM below: end the tracee too.
-		if cmd.ProcessState == nil {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
-				var pid int
-				if _, err := fmt.Sscan(string(b), &pid); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
+		if cmd.ProcessState == nil { // a failure before the SIGTERM below
+			tracee(syscall.SIGKILL)
 			cmd.Process.Kill()
 			cmd.Wait()
 		}
@@ -190,15 +199,7 @@ func TestSystemdFiltersAllowWhatTheExporterDoes(t *testing.T) {
 	if !timeouts {
 		t.Fatalf("no status probe timed out within 30s; the scenario did not run. Exporter log:\n%s", logs.String())
 	}
-	// strace -o blocks fatal signals for itself: stop the exporter, its
-	// tracee, and strace ends with it.
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
-	if err != nil || len(strings.Fields(string(children))) != 1 {
-		t.Fatalf("the exporter's pid under strace: %q, %v", children, err)
-	}
-	var pid int
-	fmt.Sscan(string(children), &pid)
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := tracee(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
