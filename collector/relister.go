@@ -31,9 +31,11 @@ type RelisterConfig struct {
 	// when the runtime supports them (collector.Prober).
 	Probes bool
 	// RelistGCPercent, when > 0, is the GC percent in force while a relist
-	// holds its answers (restored afterwards). A lower value keeps the peak heap near the one
-	// large answer; scrapes between relists keep the process's setting, so
-	// their small allocations do not trigger a collection every few scrapes.
+	// holds its answers, restored afterwards. A lower value keeps the peak
+	// heap near the one large answer; scrapes between relists keep the
+	// process's setting, so their small allocations do not trigger a
+	// collection every few scrapes. It is ignored when the process's setting
+	// is already lower, or off.
 	RelistGCPercent int
 }
 
@@ -68,6 +70,15 @@ type Relister struct {
 
 // NewRelister prepares a relister; call Run to start it.
 func NewRelister(rt Runtime, cfg RelisterConfig, logger *slog.Logger) *Relister {
+	if p := cfg.RelistGCPercent; p > 0 {
+		// Go has no getter: read the process's setting by setting it, once,
+		// while the heap is still small.
+		base := debug.SetGCPercent(p)
+		debug.SetGCPercent(base)
+		if base < p {
+			cfg.RelistGCPercent = 0 // never raise a lower setting, nor turn GC on
+		}
+	}
 	return &Relister{
 		rt:     rt,
 		cfg:    cfg,
@@ -182,13 +193,7 @@ func (r *Relister) relist(ctx context.Context) *Snapshot {
 	if p := r.cfg.RelistGCPercent; p > 0 {
 		// SetGCPercent takes the heap lock, not the world: cheap enough to
 		// do twice a relist.
-		// Never raised above the process's setting, nor turned on when
-		// GOGC=off.
-		if prev := debug.SetGCPercent(p); prev < p {
-			debug.SetGCPercent(prev)
-		} else {
-			defer debug.SetGCPercent(prev)
-		}
+		defer debug.SetGCPercent(debug.SetGCPercent(p))
 	}
 	return r.rt.Relist(ctx)
 }
