@@ -416,8 +416,7 @@ node: the same aggregates). The HTTP figures add the loopback round trip, gzip a
 self-metrics (the process collector's reads of `+"`/proc`"+` are most of the p50; `+"`--web.disable-exporter-metrics`"+`
 drops them). The exporter's own work per scrape, the in-process handler, does not grow with the container count.
 The HTTP tail follows the machine's: the floor rises with the size of the last relist too, because after a relist
-of a 241 MiB answer this 2-core VM stays noisy for every process on it (measured by hand beside the bench: a separate
-one-line Go HTTP server went from a p99 of 0.4 ms to 3.2 ms). With relists in the background, a scrape that lands during one also
+of a large answer this 2-core VM stays noisy for every process on it, the floor's own handler included. With relists in the background, a scrape that lands during one also
 shares the two cores with it: at 100k containers the fake runtime marshals and the exporter reads a 241 MiB answer
 for about a second of every ten; on a real node the runtime does that work for each of the kubelet's own relists.
 With the default `+"`--web.max-requests=40`"+` scrapes beyond 40 in flight get a
