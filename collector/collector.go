@@ -1,8 +1,28 @@
+// Package collector is the Prometheus collector of pleg_exporter: it owns
+// every descriptor and instrument of the metric contract and turns the shadow
+// relister's state (package pleg) into metrics at scrape time. It keeps the
+// latest state the relister reported, as kube-state-metrics keeps its store:
+// a scrape reads memory only and never calls the container runtime.
 package collector
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pleg-exporter/pleg_exporter/pleg"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
+
+// LatencyBuckets reach past the kubelet's 180 s threshold so a relist that
+// hangs until its deadline lands in a finite bucket, unlike the kubelet's own
+// histogram whose largest finite bucket is 10 s.
+var LatencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 180, 300}
+
+// probeBuckets span a status call from a healthy millisecond to the
+// --probe.timeout range.
+var probeBuckets = []float64{.001, .005, .01, .05, .1, .5, 1, 2.5, 5, 10, 30}
 
 var (
 	containersDesc = prometheus.NewDesc("pleg_containers",
@@ -61,13 +81,75 @@ var (
 		[]string{"runtime", "version", "api_version", "streaming"}, nil)
 )
 
-// Collector exposes a Relister's state. Collect reads memory only.
-type Collector struct {
-	r *Relister
+// Config is what the collector exports besides the relister's state.
+type Config struct {
+	// Threshold is the kubelet's PLEG threshold (3m), exported so alerts
+	// can compare pleg_last_seen_seconds against it.
+	Threshold time.Duration
+	// LimitBytes is the kubelet's gRPC receive limit (16 MiB).
+	LimitBytes int64
+	// Probes exports the status probe metrics.
+	Probes bool
+	// Now is the clock pleg_last_seen_seconds is computed with; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
-// NewCollector returns the Prometheus collector for r.
-func NewCollector(r *Relister) *Collector { return &Collector{r: r} }
+// Collector exports the relister's state. It implements pleg.Observer: the
+// relister tells it each relist and probe, Collect reads memory only.
+type Collector struct {
+	cfg Config
+
+	latency       prometheus.Histogram
+	probeLatency  *prometheus.HistogramVec
+	probeTimeouts *prometheus.CounterVec
+
+	mu    sync.RWMutex
+	state pleg.State
+}
+
+// New returns the collector; pass it to pleg.NewRelister as its Observer.
+func New(cfg Config) *Collector {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Collector{
+		cfg: cfg,
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pleg_relist_latency_seconds",
+			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
+			Buckets: LatencyBuckets,
+		}),
+		probeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pleg_status_probe_duration_seconds",
+			Help:    "Latency of the exporter's status calls (PodSandboxStatus, ContainerStatus) on notready sandboxes and unknown containers, the per-pod calls that hang on broken sandboxes and make one kubelet relist take minutes.",
+			Buckets: probeBuckets,
+		}, []string{"kind"}),
+		probeTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pleg_status_probe_timeouts_total",
+			Help: "Status probes that ran into their deadline (--probe.timeout): each such call costs the kubelet's relist up to its 2m runtime-request-timeout.",
+		}, []string{"kind"}),
+	}
+}
+
+// Observe implements pleg.Observer: it keeps the state for the next scrape
+// and records the duration of the relist just finished.
+func (c *Collector) Observe(st pleg.State) {
+	if st.Last != nil {
+		c.latency.Observe(st.Last.Duration.Seconds())
+	}
+	c.mu.Lock()
+	c.state = st
+	c.mu.Unlock()
+}
+
+// ObserveProbe implements pleg.Observer.
+func (c *Collector) ObserveProbe(res kubecontainer.ProbeResult) {
+	c.probeLatency.WithLabelValues(res.Kind).Observe(res.Duration.Seconds())
+	if res.TimedOut {
+		c.probeTimeouts.WithLabelValues(res.Kind).Inc()
+	}
+}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -76,31 +158,33 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc} {
 		ch <- d
 	}
-	c.r.latency.Describe(ch)
-	if c.r.cfg.Probes {
-		c.r.probeLatency.Describe(ch)
-		c.r.probeTimeouts.Describe(ch)
+	c.latency.Describe(ch)
+	if c.cfg.Probes {
+		c.probeLatency.Describe(ch)
+		c.probeTimeouts.Describe(ch)
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.r.State()
+	c.mu.RLock()
+	st := c.state
+	c.mu.RUnlock()
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
 
-	gauge(lastSeenDesc, st.Now.Sub(st.LastSeen).Seconds())
-	gauge(thresholdDesc, c.r.cfg.Threshold.Seconds())
-	gauge(payloadLimitDesc, float64(c.r.cfg.LimitBytes))
+	gauge(lastSeenDesc, c.cfg.Now().Sub(st.LastSeen).Seconds())
+	gauge(thresholdDesc, c.cfg.Threshold.Seconds())
+	gauge(payloadLimitDesc, float64(c.cfg.LimitBytes))
 	ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(st.Relists))
 	for code, n := range st.Errors {
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), code)
 	}
-	c.r.latency.Collect(ch)
-	if c.r.cfg.Probes {
-		c.r.probeLatency.Collect(ch)
-		c.r.probeTimeouts.Collect(ch)
+	c.latency.Collect(ch)
+	if c.cfg.Probes {
+		c.probeLatency.Collect(ch)
+		c.probeTimeouts.Collect(ch)
 	}
 	if st.InfoKnown {
 		streaming := st.Info.Streaming
@@ -120,7 +204,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		fallbackDur = last.FallbackDuration.Seconds()
 		gauge(durationDesc, last.Duration.Seconds())
-		for _, rpc := range []string{RPCListPodSandbox, RPCListContainers} {
+		for _, rpc := range []string{kubecontainer.RPCListPodSandbox, kubecontainer.RPCListContainers} {
 			s, ok := last.RPCs[rpc]
 			if !ok {
 				continue
@@ -136,7 +220,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				dockerUp = 0
 			}
 			gauge(dockerUpDesc, dockerUp)
-			for _, s := range DockerStates {
+			for _, s := range kubecontainer.DockerStates {
 				if last.DockerContainers != nil {
 					gauge(dockerContainersDesc, float64(last.DockerContainers[s]), s)
 				}
@@ -150,14 +234,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	// Counts stay at the last exact answer while the runtime is unreachable,
 	// the way the kubelet's view freezes; pleg_runtime_up tells them apart.
 	if cnt := st.Counted; cnt != nil {
-		for _, s := range ContainerStates {
+		for _, s := range kubecontainer.ContainerStates {
 			gauge(containersDesc, float64(cnt.Containers[s]), s)
 		}
-		for _, s := range SandboxStates {
+		for _, s := range kubecontainer.SandboxStates {
 			gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
 		}
 		for _, ns := range cnt.Namespaces {
-			for _, s := range ContainerStates {
+			for _, s := range kubecontainer.ContainerStates {
 				gauge(nsContainersDesc, float64(ns.Containers[s]), ns.Namespace, s)
 			}
 			gauge(nsPayloadDesc, float64(ns.PayloadBytes), ns.Namespace)

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +17,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/pleg-exporter/pleg_exporter/pleg"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
+
+// The model's names, unqualified, so the fixtures read like the metrics.
+type (
+	Snapshot    = kubecontainer.Snapshot
+	Info        = kubecontainer.Info
+	Runtime     = kubecontainer.Runtime
+	RPCStat     = kubecontainer.RPCStat
+	ProbeResult = kubecontainer.ProbeResult
+)
+
+const (
+	RPCListPodSandbox = kubecontainer.RPCListPodSandbox
+	RPCListContainers = kubecontainer.RPCListContainers
+	ContainerCreated  = kubecontainer.ContainerCreated
+	ContainerRunning  = kubecontainer.ContainerRunning
+	ContainerExited   = kubecontainer.ContainerExited
+	ContainerUnknown  = kubecontainer.ContainerUnknown
+	SandboxReady      = kubecontainer.SandboxReady
+	SandboxNotReady   = kubecontainer.SandboxNotReady
+	ProbeSandbox      = kubecontainer.ProbeSandbox
+	ProbeContainer    = kubecontainer.ProbeContainer
+)
+
+var NewSnapshot = kubecontainer.NewSnapshot
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
@@ -36,7 +61,10 @@ func (s *stubRuntime) Relist(context.Context) *Snapshot {
 	return snap
 }
 func (s *stubRuntime) Info(context.Context) (Info, error) { return s.info, nil }
-func (s *stubRuntime) Close() error                       { return nil }
+func (s *stubRuntime) Inventory(context.Context) (*kubecontainer.Inventory, error) {
+	return nil, errors.New("no inventory")
+}
+func (s *stubRuntime) Close() error { return nil }
 
 var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 
@@ -62,10 +90,15 @@ func overflowSnap(start time.Time) *Snapshot {
 	return s
 }
 
-func newTestRelister(rt Runtime, now *time.Time) *Relister {
-	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216}, slogDiscard())
-	r.now = func() time.Time { return *now }
-	return r
+// newTestRelister wires a relister on rt to a collector, both on the clock
+// *now, and returns the relister and a registry with the collector.
+func newTestRelister(rt Runtime, now *time.Time, probes bool) (*pleg.Relister, *prometheus.Registry) {
+	clock := func() time.Time { return *now }
+	c := New(Config{Threshold: 3 * time.Minute, LimitBytes: 16777216, Probes: probes, Now: clock})
+	r := pleg.NewRelister(rt, pleg.Config{Interval: 10 * time.Second, LimitBytes: 16777216, Probes: probes, Now: clock}, c, slogDiscard())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return r, reg
 }
 
 func compareGolden(t *testing.T, reg *prometheus.Registry, name string) {
@@ -106,11 +139,9 @@ func compareGolden(t *testing.T, reg *prometheus.Registry, name string) {
 func TestGoldenHealthy(t *testing.T) {
 	now := t0
 	rt := &stubRuntime{snaps: []*Snapshot{healthySnap(t0)}, info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}}
-	r := newTestRelister(rt, &now)
+	r, reg := newTestRelister(rt, &now, false)
 	r.RelistOnce(context.Background())
 	now = t0.Add(4500 * time.Millisecond)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-healthy.prom")
 }
 
@@ -122,13 +153,11 @@ func TestGoldenOverflow(t *testing.T) {
 		snaps: []*Snapshot{healthySnap(t0), overflowSnap(t0.Add(10 * time.Second)), overflowSnap(t0.Add(22 * time.Second))},
 		info:  Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"},
 	}
-	r := newTestRelister(rt, &now)
+	r, reg := newTestRelister(rt, &now, false)
 	for i := 0; i < 3; i++ {
 		r.RelistOnce(context.Background())
 	}
 	now = t0.Add(95 * time.Second)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-overflow.prom")
 	if got := testutil.ToFloat64(gaugeOf(t, reg, "pleg_last_seen_seconds")); got != 95 {
 		t.Errorf("last seen = %v, want 95 (since the last good relist's start)", got)
@@ -137,35 +166,15 @@ func TestGoldenOverflow(t *testing.T) {
 
 // A runtime that never answered: up 0, no counts, age from start-up.
 func TestGoldenRuntimeDown(t *testing.T) {
-	now := t0
+	now := t0.Add(-2 * time.Second) // exporter start
 	down := NewSnapshot(t0)
 	down.Err = status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory"`)
 	rt := &stubRuntime{snaps: []*Snapshot{down}}
-	r := newTestRelister(rt, &now)
-	r.lastSeen = t0.Add(-2 * time.Second) // exporter start
+	r, reg := newTestRelister(rt, &now, false)
+	now = t0
 	r.RelistOnce(context.Background())
 	now = t0.Add(40 * time.Second)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-runtime-down.prom")
-}
-
-// A runtime that sends more than the kubelet can receive (no send cap on
-// its side) is a kubelet failure even though we received it.
-func TestPayloadOverLimitReceivedCountsAsFailure(t *testing.T) {
-	now := t0
-	s := healthySnap(t0)
-	s.RPCs[RPCListContainers] = RPCStat{PayloadBytes: 20 << 20, PayloadKnown: true}
-	r := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now)
-	r.lastSeen = t0.Add(-time.Minute)
-	r.RelistOnce(context.Background())
-	st := r.State()
-	if !errors.Is(st.Last.Err, ErrPayloadTooLarge) || st.Errors["ResourceExhausted"] != 1 {
-		t.Fatalf("err = %v, errors = %v", st.Last.Err, st.Errors)
-	}
-	if !st.LastSeen.Equal(t0.Add(-time.Minute)) {
-		t.Errorf("last seen moved to %v", st.LastSeen)
-	}
 }
 
 func gaugeOf(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
@@ -183,49 +192,15 @@ func gaugeOf(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collec
 	return nil
 }
 
-func TestParseMessageSize(t *testing.T) {
-	for msg, want := range map[string][2]int64{
-		"grpc: trying to send message larger than max (16783506 vs. 16777216)":                                    {16783506, 16777216},
-		"rpc error: code = ResourceExhausted desc = grpc: received message larger than max (4195017 vs. 4194304)": {4195017, 4194304},
-	} {
-		size, limit, ok := ParseMessageSize(msg)
-		if !ok || size != want[0] || limit != want[1] {
-			t.Errorf("%q: %d %d %v", msg, size, limit, ok)
-		}
-	}
-	for _, msg := range []string{"", "larger than max", "message larger than max (abc vs. 1)", "message larger than max (99999999999999999999 vs. 1)"} {
-		if _, _, ok := ParseMessageSize(msg); ok {
-			t.Errorf("%q parsed", msg)
-		}
-	}
-}
-
-func FuzzParseMessageSize(f *testing.F) {
-	f.Add("grpc: trying to send message larger than max (16783506 vs. 16777216)")
-	f.Add("message larger than max (1 vs. 2)")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, msg string) {
-		size, limit, ok := ParseMessageSize(msg)
-		if ok && (size < 0 || limit < 0) {
-			t.Errorf("negative sizes from %q", msg)
-		}
-		if !ok && (size != 0 || limit != 0) {
-			t.Errorf("sizes without ok from %q", msg)
-		}
-	})
-}
-
 // A cri-dockerd node: CRI counts plus Docker's own states.
 func TestGoldenDockerView(t *testing.T) {
 	now := t0
 	s := healthySnap(t0)
 	s.DockerContainers = map[string]int{"created": 1, "running": 120, "paused": 0, "restarting": 1, "removing": 0, "exited": 10400, "dead": 1}
 	rt := &stubRuntime{snaps: []*Snapshot{s}, info: Info{Runtime: "docker", Version: "0.4.3", APIVersion: "v1", Streaming: "false"}}
-	r := newTestRelister(rt, &now)
+	r, reg := newTestRelister(rt, &now, false)
 	r.RelistOnce(context.Background())
 	now = t0.Add(time.Second)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-cri-dockerd.prom")
 }
 
@@ -237,10 +212,8 @@ func BenchmarkScrape(b *testing.B) {
 			now := t0
 			s := healthySnap(t0)
 			s.Containers[ContainerExited] = n
-			r := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now)
+			r, reg := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now, false)
 			r.RelistOnce(context.Background())
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(NewCollector(r))
 			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 			req := httptest.NewRequest("GET", "/metrics", nil)
 			b.ReportAllocs()
@@ -267,7 +240,7 @@ func (p *probingRuntime) Probe(context.Context) []ProbeResult { return p.results
 func TestGoldenNamespacesAndProbes(t *testing.T) {
 	now := t0
 	s := healthySnap(t0)
-	tally := NamespaceTally{}
+	tally := kubecontainer.NamespaceTally{}
 	for i := 0; i < 9000; i++ {
 		tally.Add("batch-jobs", ContainerExited, 1000)
 	}
@@ -286,112 +259,11 @@ func TestGoldenNamespacesAndProbes(t *testing.T) {
 			{Kind: ProbeSandbox, ID: "a2", Duration: 3 * time.Millisecond},
 			{Kind: ProbeContainer, ID: "c1", Duration: 2 * time.Millisecond},
 		}}
-	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, Probes: true}, slogDiscard())
-	r.now = func() time.Time { return now }
+	r, reg := newTestRelister(rt, &now, true)
 	r.RelistOnce(context.Background())
-	for r.probing.Load() {
+	for r.Probing() {
 		time.Sleep(time.Millisecond)
 	}
 	now = t0.Add(2 * time.Second)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(r))
 	compareGolden(t, reg, "metrics-namespaces-probes.prom")
-}
-
-// gcPercentRuntime records the GC percent in force while it relists.
-type gcPercentRuntime struct {
-	stubRuntime
-	during int
-}
-
-func currentGCPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
-}
-
-func (g *gcPercentRuntime) Relist(ctx context.Context) *Snapshot {
-	g.during = currentGCPercent()
-	return g.stubRuntime.Relist(ctx)
-}
-
-// A relist holds its answer with the lower GC percent; scrapes between
-// relists run with the process's own, and a lower process setting (or
-// GOGC=off) is never raised.
-func TestRelistGCPercentIsScopedToTheRelist(t *testing.T) {
-	orig := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(orig)
-	for _, tc := range []struct{ process, want int }{{100, 50}, {200, 50}, {20, 20}, {-1, -1}} {
-		debug.SetGCPercent(tc.process)
-		now := t0
-		rt := &gcPercentRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{healthySnap(t0)}}}
-		r := NewRelister(rt, RelisterConfig{Interval: time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, RelistGCPercent: 50}, slogDiscard())
-		r.now = func() time.Time { return now }
-		r.RelistOnce(context.Background())
-		after := currentGCPercent()
-		debug.SetGCPercent(100)
-		if rt.during != tc.want || after != tc.process {
-			t.Errorf("process GOGC %d: %d during the relist (want %d), %d after (want %d)", tc.process, rt.during, tc.want, after, tc.process)
-		}
-	}
-}
-
-// On shutdown the relist in flight is cancelled by the exporter itself: it
-// is neither counted as a relist the kubelet would fail nor recorded.
-func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
-	now := t0
-	cancelled := NewSnapshot(t0)
-	cancelled.Err = status.Error(codes.Canceled, "context canceled")
-	r := newTestRelister(&stubRuntime{snaps: []*Snapshot{healthySnap(t0), cancelled}}, &now)
-	r.RelistOnce(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r.RelistOnce(ctx)
-	st := r.State()
-	if st.Relists != 1 || st.Errors["Canceled"] != 0 || st.Last.Err != nil {
-		t.Fatalf("after a cancelled relist: relists %d, errors %v, last err %v; want 1 relist, no error", st.Relists, st.Errors, st.Last.Err)
-	}
-}
-
-// A sandbox whose status call hangs on every cycle is logged once, again
-// after probeWarnEvery, and once more when it answers; the counter counts
-// every timeout.
-func TestHangingProbeIsLoggedOncePerHour(t *testing.T) {
-	now := t0
-	hung := ProbeResult{Kind: ProbeSandbox, ID: "s-dead", Duration: 5 * time.Second, TimedOut: true}
-	rt := &probingRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{healthySnap(t0)}}, results: []ProbeResult{hung}}
-	var logs strings.Builder
-	r := NewRelister(rt, RelisterConfig{Interval: 10 * time.Second, Threshold: 3 * time.Minute, LimitBytes: 16777216, Probes: true},
-		slog.New(slog.NewTextHandler(&logs, nil)))
-	r.now = func() time.Time { return now }
-	cycle := func() {
-		t.Helper()
-		r.RelistOnce(context.Background())
-		for r.probing.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		now = now.Add(10 * time.Second)
-	}
-	count := func(msg string) int { return strings.Count(logs.String(), `msg="`+msg+`"`) }
-
-	for i := 0; i < 30; i++ {
-		cycle()
-	}
-	if n := count("status probe timed out"); n != 1 {
-		t.Fatalf("30 cycles of the same hanging sandbox logged %d warnings, want 1:\n%s", n, logs.String())
-	}
-	now = now.Add(probeWarnEvery)
-	cycle()
-	if n := count("status probe timed out"); n != 2 {
-		t.Fatalf("an hour later: %d warnings, want 2", n)
-	}
-	rt.results = []ProbeResult{{Kind: ProbeSandbox, ID: "s-dead", Duration: time.Millisecond}}
-	cycle()
-	cycle()
-	if n := count("status probe answers again"); n != 1 {
-		t.Fatalf("recovery logged %d times, want 1:\n%s", n, logs.String())
-	}
-	if got := testutil.ToFloat64(r.probeTimeouts.WithLabelValues(ProbeSandbox)); got != 31 {
-		t.Fatalf("pleg_status_probe_timeouts_total = %v, want 31: every timeout counts", got)
-	}
 }

@@ -6,17 +6,23 @@ import (
 	"os"
 	"time"
 
-	"github.com/pleg-exporter/pleg_exporter/collector/diagnose"
-	"github.com/pleg-exporter/pleg_exporter/collector/runtimes"
+	"github.com/pleg-exporter/pleg_exporter/diagnose"
+	"github.com/pleg-exporter/pleg_exporter/runtime/detect"
 )
 
+// diagnoseOptions are the flags of the report besides the runtime's.
+type diagnoseOptions struct {
+	limitBytes int64  // --pleg.grpc-limit-bytes
+	top        int    // --collector.namespaces.top
+	output     string // --output: text or json
+}
+
 // runDiagnose runs `pleg_exporter diagnose`: one read-only listing and report.
-// Exit codes: 0 healthy, 1 at risk, 2 the runtime cannot be reached.
-func runDiagnose(cfg runtimes.Config) int {
-	if cfg.ProbeMax == 0 {
-		cfg.ProbeMax = 20
-	}
-	rt, err := runtimes.Open(cfg)
+// The status probes follow --probe.max-per-cycle (20 by default; 0 turns them
+// off here too). Exit codes: 0 healthy, 1 at risk, 2 the runtime cannot be
+// reached.
+func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
+	rt, err := detect.Open(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
 		return 2
@@ -24,16 +30,16 @@ func runDiagnose(cfg runtimes.Config) int {
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	inv, err := runtimes.Inventory(ctx, rt, cfg)
+	inv, err := rt.Inventory(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %v\n", name, err)
 		return 2
 	}
 	th := diagnose.DefaultThresholds
-	th.LimitBytes = *grpcLimit
-	th.Top = *nsTop
+	th.LimitBytes = opts.limitBytes
+	th.Top = opts.top
 	report := diagnose.Build(inv, th, time.Now())
-	if *outputFmt == "json" {
+	if opts.output == "json" {
 		if err := report.JSON(os.Stdout); err != nil {
 			return 2
 		}

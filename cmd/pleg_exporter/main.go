@@ -26,7 +26,8 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
-	"github.com/pleg-exporter/pleg_exporter/collector/runtimes"
+	"github.com/pleg-exporter/pleg_exporter/pleg"
+	"github.com/pleg-exporter/pleg_exporter/runtime/detect"
 )
 
 const (
@@ -39,7 +40,7 @@ const (
 
 var (
 	runtimeKind = kingpin.Flag("runtime", "Runtime API to relist through: auto, cri or docker. auto probes the usual containerd, CRI-O, cri-dockerd and Docker sockets, CRI first.").
-			Default(runtimes.KindAuto).Enum(runtimes.KindAuto, runtimes.KindCRI, runtimes.KindDocker)
+			Default(detect.KindAuto).Enum(detect.KindAuto, detect.KindCRI, detect.KindDocker)
 	runtimeEndpoint = kingpin.Flag("runtime.endpoint", "Runtime socket as a URL, the kubelet's --container-runtime-endpoint (e.g. unix:///run/containerd/containerd.sock). Empty: auto-detect.").
 			Default("").String()
 	dockerHost = kingpin.Flag("docker.host", "Docker daemon to read Docker-native states from on cri-dockerd nodes (only Docker shows dead containers). Empty: auto-detect on cri-dockerd nodes; none: off.").
@@ -70,19 +71,10 @@ var (
 			Default("5s").Duration()
 	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
 
-	serveCmd    = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
+	_           = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
 	diagnoseCmd = kingpin.Command("diagnose", "Relist once and report what threatens the node: counts, payload against the limit, the namespaces and pods that hold the containers, hanging status calls, and the cleanup commands. Exit 0 healthy, 1 at risk, 2 runtime unreachable.")
 	outputFmt   = diagnoseCmd.Flag("output", "Report format: text or json.").Default("text").Enum("text", "json")
 )
-
-// relistGCPercent is the GC percent while a relist holds its answers: a
-// relist holds one large answer for a moment, and with GOGC=100 the heap may
-// grow to twice that before collecting; 50 keeps the peak near the answer
-// itself. Between relists the default stays, because at 50 the small heap
-// of an idle exporter is collected every few scrapes, which doubled the
-// scrape latency's p99 (docs/benchmarks.md). A GOGC from the environment
-// wins over both.
-const relistGCPercent = 50
 
 func main() {
 	os.Exit(run())
@@ -98,7 +90,7 @@ func run() int {
 	command := kingpin.Parse()
 	logger := promslog.New(promslogConfig)
 
-	cfg := runtimes.Config{
+	cfg := detect.Config{
 		Kind:         *runtimeKind,
 		Endpoint:     *runtimeEndpoint,
 		DockerHost:   *dockerHost,
@@ -116,9 +108,8 @@ func run() int {
 		return 1
 	}
 	if command == diagnoseCmd.FullCommand() {
-		return runDiagnose(cfg)
+		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt})
 	}
-	_ = serveCmd
 	if f := *toolkitFlags.WebConfigFile; f != "" {
 		if err := web.Validate(f); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: error: --web.config.file=%s: %v\n", name, f, err)
@@ -129,30 +120,27 @@ func run() int {
 	logger.Info("Starting "+name, "version", version.Info())
 	logger.Info("Build context", "build_context", version.BuildContext())
 
-	rt, err := runtimes.Open(cfg)
+	rt, err := detect.Open(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
 		return 1
 	}
 	defer rt.Close()
 
-	rcfg := collector.RelisterConfig{
+	metrics := collector.New(collector.Config{Threshold: *plegThreshold, LimitBytes: *grpcLimit, Probes: *probeMax > 0})
+	relister := pleg.NewRelister(rt, pleg.Config{
 		Interval:   *relistInterval,
-		Threshold:  *plegThreshold,
 		LimitBytes: *grpcLimit,
 		Probes:     *probeMax > 0,
-	}
-	if os.Getenv("GOGC") == "" {
-		rcfg.RelistGCPercent = relistGCPercent
-	}
-	relister := collector.NewRelister(rt, rcfg, logger)
+		TuneMemory: true,
+	}, metrics, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go relister.Run(ctx)
 
 	mux := http.NewServeMux()
-	mux.Handle(*metricsPath, newHandler(relister, !*disableExporterMetrics, *maxRequests, logger))
+	mux.Handle(*metricsPath, newHandler(metrics, !*disableExporterMetrics, *maxRequests, logger))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "Healthy.")
 	})
@@ -206,7 +194,7 @@ func run() int {
 	return 0
 }
 
-func checkFlags(cfg runtimes.Config) error {
+func checkFlags(cfg detect.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -233,9 +221,9 @@ func checkFlags(cfg runtimes.Config) error {
 
 // newHandler serves the product's metrics and, unless disabled, the
 // exporter's own, as node_exporter does.
-func newHandler(r *collector.Relister, exporterMetrics bool, maxRequests int, logger *slog.Logger) http.Handler {
+func newHandler(metrics *collector.Collector, exporterMetrics bool, maxRequests int, logger *slog.Logger) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector(name), collector.NewCollector(r))
+	reg.MustRegister(versioncollector.NewCollector(name), metrics)
 	self := prometheus.NewRegistry()
 	gatherers := prometheus.Gatherers{reg}
 	if exporterMetrics {

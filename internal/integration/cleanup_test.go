@@ -11,10 +11,10 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/pleg-exporter/pleg_exporter/collector"
-	"github.com/pleg-exporter/pleg_exporter/collector/diagnose"
-	"github.com/pleg-exporter/pleg_exporter/collector/runtimes"
+	"github.com/pleg-exporter/pleg_exporter/diagnose"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/runtime/detect"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // crictlPath is cri-tools' crictl, built pinned by make test (CRICTL).
@@ -45,14 +45,14 @@ func countStates(t *testing.T, c context.Context, rs runtimeapi.RuntimeServiceCl
 		t.Fatal(err)
 	}
 	for _, ct := range cs.Containers {
-		sc.containers[collector.ContainerStateName(ct.State)]++
+		sc.containers[kubecontainer.ContainerStateName(ct.State)]++
 	}
 	ss, err := rs.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range ss.Items {
-		sc.sandboxes[collector.SandboxStateName(s.State)]++
+		sc.sandboxes[kubecontainer.SandboxStateName(s.State)]++
 	}
 	return sc
 }
@@ -96,7 +96,7 @@ func TestDiagnoseCleanupRunsOnContainerd(t *testing.T) {
 	var before stateCounts
 	for {
 		before = countStates(t, c, k.RS)
-		if before.containers[collector.ContainerExited] == 10 {
+		if before.containers[kubecontainer.ContainerExited] == 10 {
 			break
 		}
 		if c.Err() != nil {
@@ -105,20 +105,20 @@ func TestDiagnoseCleanupRunsOnContainerd(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	cfg := runtimes.Config{Kind: runtimes.KindCRI, Endpoint: own.Endpoint(), MaxRecvBytes: 256 << 20, Timeout: time.Minute}
-	rt, err := runtimes.Open(cfg)
+	cfg := detect.Config{Kind: detect.KindCRI, Endpoint: own.Endpoint(), MaxRecvBytes: 256 << 20, Timeout: time.Minute}
+	rt, err := detect.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	inv, err := runtimes.Inventory(c, rt, cfg)
+	inv, err := rt.Inventory(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total, largest int64
 	perNS := map[string]int64{}
 	for _, ct := range inv.Containers {
-		if ct.State == collector.ContainerExited {
+		if ct.State == kubecontainer.ContainerExited {
 			total += ct.Bytes
 			perNS[ct.Namespace] += ct.Bytes
 			largest = max(largest, perNS[ct.Namespace])
@@ -155,19 +155,19 @@ func TestDiagnoseCleanupRunsOnContainerd(t *testing.T) {
 	}
 
 	after := countStates(t, c, k.RS)
-	if after.containers[collector.ContainerExited] != 0 || after.sandboxes[collector.SandboxNotReady] != 0 {
-		t.Errorf("after the cleanup: exited %d, notready %d; want none\n%s", after.containers[collector.ContainerExited],
-			after.sandboxes[collector.SandboxNotReady], strings.Join(ran, "\n"))
+	if after.containers[kubecontainer.ContainerExited] != 0 || after.sandboxes[kubecontainer.SandboxNotReady] != 0 {
+		t.Errorf("after the cleanup: exited %d, notready %d; want none\n%s", after.containers[kubecontainer.ContainerExited],
+			after.sandboxes[kubecontainer.SandboxNotReady], strings.Join(ran, "\n"))
 	}
-	for _, s := range []string{collector.ContainerRunning, collector.ContainerCreated} {
+	for _, s := range []string{kubecontainer.ContainerRunning, kubecontainer.ContainerCreated} {
 		if after.containers[s] != before.containers[s] {
 			t.Errorf("%s containers %d → %d: the cleanup touched what it should not", s, before.containers[s], after.containers[s])
 		}
 	}
-	if after.sandboxes[collector.SandboxReady] != before.sandboxes[collector.SandboxReady] {
-		t.Errorf("ready sandboxes %d → %d", before.sandboxes[collector.SandboxReady], after.sandboxes[collector.SandboxReady])
+	if after.sandboxes[kubecontainer.SandboxReady] != before.sandboxes[kubecontainer.SandboxReady] {
+		t.Errorf("ready sandboxes %d → %d", before.sandboxes[kubecontainer.SandboxReady], after.sandboxes[kubecontainer.SandboxReady])
 	}
 	t.Logf("cleanup on containerd: %d crictl commands (%d per namespace, exited list %d B against a %d B limit); exited %d → 0, notready %d → 0; running %d, created %d, ready %d untouched",
-		len(ran), perNamespace, total, th.LimitBytes, before.containers[collector.ContainerExited], before.sandboxes[collector.SandboxNotReady],
-		after.containers[collector.ContainerRunning], after.containers[collector.ContainerCreated], after.sandboxes[collector.SandboxReady])
+		len(ran), perNamespace, total, th.LimitBytes, before.containers[kubecontainer.ContainerExited], before.sandboxes[kubecontainer.SandboxNotReady],
+		after.containers[kubecontainer.ContainerRunning], after.containers[kubecontainer.ContainerCreated], after.sandboxes[kubecontainer.SandboxReady])
 }

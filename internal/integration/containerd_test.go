@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/pleg-exporter/pleg_exporter/collector"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // truth is what the harness's own unrestricted CRI client sees.
@@ -44,7 +44,7 @@ func readTruth(t *testing.T, c context.Context) truth {
 		t.Fatalf("truth: list sandboxes: %v", err)
 	}
 	for _, s := range resp.Items {
-		tr.sandboxes[collector.SandboxStateName(s.State)]++
+		tr.sandboxes[kubecontainer.SandboxStateName(s.State)]++
 		tr.sbBytes += elem(s)
 		for _, st := range []runtimeapi.ContainerState{0, 1, 2, 3} {
 			cs, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
@@ -52,7 +52,7 @@ func readTruth(t *testing.T, c context.Context) truth {
 			if err != nil {
 				t.Fatalf("truth: list %v in %s: %v", st, s.Id, err)
 			}
-			tr.containers[collector.ContainerStateName(st)] += len(cs.Containers)
+			tr.containers[kubecontainer.ContainerStateName(st)] += len(cs.Containers)
 			for _, ct := range cs.Containers {
 				tr.ctBytes += elem(ct)
 			}
@@ -63,12 +63,12 @@ func readTruth(t *testing.T, c context.Context) truth {
 
 func checkCounts(t *testing.T, got map[string]float64, tr truth) {
 	t.Helper()
-	for _, s := range collector.ContainerStates {
+	for _, s := range kubecontainer.ContainerStates {
 		if v := got["pleg_containers{state="+s+"}"]; v != float64(tr.containers[s]) {
 			t.Errorf("pleg_containers{state=%q} = %v, runtime says %d", s, v, tr.containers[s])
 		}
 	}
-	for _, s := range collector.SandboxStates {
+	for _, s := range kubecontainer.SandboxStates {
 		if v := got["pleg_sandboxes{state="+s+"}"]; v != float64(tr.sandboxes[s]) {
 			t.Errorf("pleg_sandboxes{state=%q} = %v, runtime says %d", s, v, tr.sandboxes[s])
 		}

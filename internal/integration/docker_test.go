@@ -14,9 +14,9 @@ import (
 	"github.com/docker/docker/api/types/network"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/pleg-exporter/pleg_exporter/collector"
-	"github.com/pleg-exporter/pleg_exporter/collector/docker"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/runtime/docker"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // made remembers what the harness asked Docker for, to rebuild the CRI
@@ -174,7 +174,7 @@ func TestDockerStatesAndCRIView(t *testing.T) {
 
 	// The crash-looping containers flip between running and restarting:
 	// compare only when the truth is the same before and after the relist.
-	var snap *collector.Snapshot
+	var snap *kubecontainer.Snapshot
 	var ps map[string][2]string
 	for try := 0; ; try++ {
 		before := dockerPS(t)
@@ -192,7 +192,7 @@ func TestDockerStatesAndCRIView(t *testing.T) {
 		t.Fatal(snap.Err)
 	}
 	wantDocker := map[string]int{}
-	for _, s := range collector.DockerStates {
+	for _, s := range kubecontainer.DockerStates {
 		wantDocker[s] = 0
 	}
 	for _, v := range ps {
@@ -224,7 +224,7 @@ func TestDockerStatesAndCRIView(t *testing.T) {
 			if strings.HasPrefix(st, "Up") {
 				state = runtimeapi.PodSandboxState_SANDBOX_READY
 			}
-			wantSB[collector.SandboxStateName(state)]++
+			wantSB[kubecontainer.SandboxStateName(state)]++
 			sbEstimate += elem(&runtimeapi.PodSandbox{
 				Id:          m.id,
 				Metadata:    &runtimeapi.PodSandboxMetadata{Name: m.md[1], Namespace: m.md[2], Uid: m.md[3], Attempt: m.attempt},
@@ -246,7 +246,7 @@ func TestDockerStatesAndCRIView(t *testing.T) {
 		default:
 			state = runtimeapi.ContainerState_CONTAINER_UNKNOWN
 		}
-		wantCT[collector.ContainerStateName(state)]++
+		wantCT[kubecontainer.ContainerStateName(state)]++
 		msg := &runtimeapi.Container{
 			Id: m.id, PodSandboxId: m.sandboxID,
 			Metadata:    &runtimeapi.ContainerMetadata{Name: m.md[0], Attempt: m.attempt},
@@ -269,12 +269,12 @@ func TestDockerStatesAndCRIView(t *testing.T) {
 			t.Errorf("pleg_sandboxes{state=%q} = %d, cri-dockerd would report %d", s, snap.Sandboxes[s], n)
 		}
 	}
-	got := snap.RPCs[collector.RPCListContainers].PayloadBytes
+	got := snap.RPCs[kubecontainer.RPCListContainers].PayloadBytes
 	diff := math.Abs(float64(got-estimate)) / float64(estimate) * 100
 	if diff > 5 {
 		t.Errorf("payload estimate %d B is %.2f%% off the independently built %d B", got, diff, estimate)
 	}
-	gotSB := snap.RPCs[collector.RPCListPodSandbox].PayloadBytes
+	gotSB := snap.RPCs[kubecontainer.RPCListPodSandbox].PayloadBytes
 	sbDiff := math.Abs(float64(gotSB-sbEstimate)) / float64(sbEstimate) * 100
 	if sbDiff > 5 {
 		t.Errorf("sandbox payload estimate %d B is %.2f%% off the independently built %d B", gotSB, sbDiff, sbEstimate)

@@ -15,8 +15,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
-	"github.com/pleg-exporter/pleg_exporter/collector/cri"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/pleg"
+	"github.com/pleg-exporter/pleg_exporter/runtime/cri"
 )
 
 var (
@@ -89,16 +90,17 @@ func ctx(t *testing.T, d time.Duration) context.Context {
 
 // exporterFor builds the exporter's pipeline on a CRI endpoint: the same
 // client, relister and collector the binary uses.
-func exporterFor(t *testing.T, endpoint string, interval time.Duration) (*collector.Relister, *prometheus.Registry, *cri.Client) {
+func exporterFor(t *testing.T, endpoint string, interval time.Duration) (*pleg.Relister, *prometheus.Registry, *cri.Client) {
 	t.Helper()
 	c, err := cri.New(cri.Config{Endpoint: endpoint, MaxRecvBytes: 256 << 20, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	r := collector.NewRelister(c, collector.RelisterConfig{Interval: interval, Threshold: 3 * time.Minute, LimitBytes: 16 << 20}, slog.New(slog.DiscardHandler))
+	metrics := collector.New(collector.Config{Threshold: 3 * time.Minute, LimitBytes: 16 << 20})
+	r := pleg.NewRelister(c, pleg.Config{Interval: interval, LimitBytes: 16 << 20}, metrics, slog.New(slog.DiscardHandler))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector.NewCollector(r))
+	reg.MustRegister(metrics)
 	return r, reg, c
 }
 

@@ -113,7 +113,7 @@ func goBench(rows map[int]*row) {
 	samples := map[string][]float64{}
 	for i := 0; i < *count; i++ {
 		cmd := exec.Command("go", "test", "-run", "^$", "-bench", "^(BenchmarkRelist|BenchmarkBareLists|BenchmarkScrape)$",
-			"-benchtime", "5x", "-count", "1", "./collector/cri/", "./collector/")
+			"-benchtime", "5x", "-count", "1", "./runtime/cri/", "./collector/")
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		check(err)

@@ -1,0 +1,555 @@
+// Package diagnose builds the one-shot report of `pleg_exporter diagnose`:
+// which namespaces and pods hold the containers and bytes that push a node
+// towards "PLEG is not healthy", which sandboxes hang, and the exact cleanup.
+// It reads the runtime layer's Inventory only (package kubecontainer).
+package diagnose
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+)
+
+// Thresholds decide when a node is at risk; the defaults are the mixin's
+// warning thresholds.
+type Thresholds struct {
+	LimitBytes        int64
+	PayloadRatio      float64
+	ExitedContainers  int
+	NotReadySandboxes int
+	Top               int
+}
+
+// DefaultThresholds are the mixin's warning thresholds
+// (mixin/config.libsonnet); a test of the mixin fails when they drift.
+var DefaultThresholds = Thresholds{LimitBytes: 16777216, PayloadRatio: 0.75, ExitedContainers: 5000, NotReadySandboxes: 1000, Top: 10}
+
+// Report is the result, printed as text or JSON.
+type Report struct {
+	Time        time.Time          `json:"time"`
+	Runtime     kubecontainer.Info `json:"runtime"`
+	AtRisk      bool               `json:"at_risk"`
+	Reasons     []string           `json:"reasons"`
+	Containers  map[string]int     `json:"containers"`
+	Docker      map[string]int     `json:"docker_containers,omitempty"`
+	Sandboxes   map[string]int     `json:"sandboxes"`
+	Payload     []Payload          `json:"payload"`
+	ListError   string             `json:"kubelet_list_error,omitempty"`
+	Fallback    bool               `json:"counted_through_fallback"`
+	Incomplete  string             `json:"incomplete,omitempty"`
+	Namespaces  []Share            `json:"top_namespaces_by_containers"`
+	NSBytes     []Share            `json:"top_namespaces_by_bytes"`
+	Pods        []Share            `json:"top_pods_by_containers"`
+	PodBytes    []Share            `json:"top_pods_by_bytes"`
+	Suspects    []Suspect          `json:"unknown_or_dead_containers"`
+	NotReady    []Suspect          `json:"notready_sandboxes"`
+	NotReadyAll int                `json:"notready_sandboxes_total"`
+	Probes      []Probe            `json:"slowest_status_calls"`
+	Cleanup     []Step             `json:"cleanup"`
+}
+
+// Payload is one answer against the limit.
+type Payload struct {
+	RPC        string  `json:"rpc"`
+	Bytes      int64   `json:"bytes"`
+	LimitBytes int64   `json:"limit_bytes"`
+	Ratio      float64 `json:"ratio"`
+	// MoreFit is how many more average items fit before the limit.
+	MoreFit int `json:"more_fit"`
+}
+
+// Share is a namespace's or a pod's part.
+type Share struct {
+	Name       string         `json:"name"`
+	Containers int            `json:"containers"`
+	ByState    map[string]int `json:"by_state"`
+	Bytes      int64          `json:"bytes"`
+	Fraction   float64        `json:"fraction_of_bytes"`
+}
+
+// Suspect is a container or sandbox worth a look.
+type Suspect struct {
+	ID    string `json:"id"`
+	Where string `json:"where"` // namespace/pod[/container]
+	State string `json:"state"`
+	Age   string `json:"age"`
+}
+
+// Probe is one timed status call.
+type Probe struct {
+	Kind     string `json:"kind"`
+	ID       string `json:"id"`
+	Where    string `json:"where"`
+	Duration string `json:"duration"`
+	Result   string `json:"result"`
+}
+
+// Step is one cleanup action.
+type Step struct {
+	Why     string `json:"why"`
+	Command string `json:"command"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// Build turns an inventory into a report.
+func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
+	r := &Report{Time: now.UTC(), Runtime: inv.Info, Fallback: inv.Fallback, Incomplete: inv.Incomplete,
+		Containers: map[string]int{}, Sandboxes: map[string]int{}}
+	if inv.ListErr != nil {
+		r.ListError = inv.ListErr.Error()
+	}
+	for _, s := range kubecontainer.ContainerStates {
+		r.Containers[s] = 0
+	}
+	for _, s := range kubecontainer.SandboxStates {
+		r.Sandboxes[s] = 0
+	}
+	ns, pods := map[string]*Share{}, map[string]*Share{}
+	var ctBytes int64
+	for _, c := range inv.Containers {
+		if c.DockerState != "" {
+			if r.Docker == nil {
+				r.Docker = map[string]int{}
+			}
+			r.Docker[c.DockerState]++
+		}
+		if c.State == kubecontainer.ContainerDockerOnly {
+			continue // invisible to the kubelet
+		}
+		r.Containers[c.State]++
+		ctBytes += c.Bytes
+		add(ns, orNone(c.Namespace), c)
+		add(pods, orNone(c.Namespace)+"/"+orNone(c.Pod), c)
+		if c.State == kubecontainer.ContainerUnknown || c.DockerState == kubecontainer.DockerDead {
+			r.Suspects = append(r.Suspects, Suspect{ID: c.ID, Where: c.Namespace + "/" + c.Pod + "/" + c.Name, State: orState(c), Age: age(now, c.CreatedAt)})
+		}
+	}
+	sort.Slice(r.Suspects, func(i, j int) bool { return r.Suspects[i].Age > r.Suspects[j].Age })
+	for _, s := range inv.Sandboxes {
+		r.Sandboxes[s.State]++
+	}
+	var notready []kubecontainer.Sandbox
+	for _, s := range inv.Sandboxes {
+		if s.State == kubecontainer.SandboxNotReady {
+			notready = append(notready, s)
+		}
+	}
+	sort.Slice(notready, func(i, j int) bool { return notready[i].CreatedAt.Before(notready[j].CreatedAt) })
+	r.NotReadyAll = len(notready)
+	for i, s := range notready {
+		if i == th.Top {
+			break
+		}
+		r.NotReady = append(r.NotReady, Suspect{ID: s.ID, Where: s.Namespace + "/" + s.Pod, State: s.State, Age: age(now, s.CreatedAt)})
+	}
+
+	items := map[string]int{kubecontainer.RPCListContainers: len(inv.Containers), kubecontainer.RPCListPodSandbox: len(inv.Sandboxes)}
+	for _, rpc := range []string{kubecontainer.RPCListPodSandbox, kubecontainer.RPCListContainers} {
+		b, ok := inv.Payload[rpc]
+		if !ok {
+			continue
+		}
+		p := Payload{RPC: rpc, Bytes: b, LimitBytes: th.LimitBytes, Ratio: float64(b) / float64(th.LimitBytes)}
+		if n := items[rpc]; n > 0 {
+			p.MoreFit = int((th.LimitBytes - b) / (b / int64(n)))
+		}
+		r.Payload = append(r.Payload, p)
+		if p.Ratio >= 1 {
+			r.reason("the %s answer is %s, larger than the kubelet's %s limit: every kubelet relist and container GC fails now", rpc, size(b), size(th.LimitBytes))
+		} else if p.Ratio >= th.PayloadRatio {
+			r.reason("the %s answer is %.1f%% of the kubelet's %s limit (about %d more items fit)", rpc, 100*p.Ratio, size(th.LimitBytes), p.MoreFit)
+		}
+	}
+	if n := r.Containers[kubecontainer.ContainerExited] + r.Containers[kubecontainer.ContainerUnknown]; n > th.ExitedContainers {
+		r.reason("%d exited or unknown containers are listed by every relist", n)
+	}
+	if r.NotReadyAll > th.NotReadySandboxes {
+		r.reason("%d notready sandboxes are listed by every relist", r.NotReadyAll)
+	}
+	if r.Docker[kubecontainer.DockerDead] > 0 {
+		r.reason("%d Docker containers are dead (a removal failed); status calls on them can hang", r.Docker[kubecontainer.DockerDead])
+	}
+
+	r.Namespaces, r.NSBytes = top(ns, th.Top, ctBytes)
+	r.Pods, r.PodBytes = top(pods, th.Top, ctBytes)
+
+	names := map[string]string{}
+	for _, c := range inv.Containers {
+		names[c.ID] = c.Namespace + "/" + c.Pod + "/" + c.Name
+	}
+	for _, s := range inv.Sandboxes {
+		names[s.ID] = s.Namespace + "/" + s.Pod
+	}
+	probes := append([]kubecontainer.ProbeResult(nil), inv.Probes...)
+	sort.Slice(probes, func(i, j int) bool { return probes[i].Duration > probes[j].Duration })
+	timeouts := 0
+	for i, p := range probes {
+		res := "ok"
+		switch {
+		case p.TimedOut:
+			res = "TIMED OUT"
+			timeouts++
+		case p.Err != nil:
+			res = p.Err.Error()
+		}
+		if i < th.Top {
+			r.Probes = append(r.Probes, Probe{Kind: p.Kind, ID: p.ID, Where: names[p.ID], Duration: p.Duration.Round(time.Millisecond).String(), Result: res})
+		}
+	}
+	if timeouts > 0 {
+		r.reason("%d status calls timed out: each costs a kubelet relist up to its 2m deadline", timeouts)
+	}
+	r.Cleanup = cleanup(inv, r, th.LimitBytes)
+	return r
+}
+
+func (r *Report) reason(format string, args ...any) {
+	r.AtRisk = true
+	r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return kubecontainer.NoNamespace
+	}
+	return s
+}
+
+func orState(c kubecontainer.Container) string {
+	if c.DockerState != "" {
+		return c.State + " (docker: " + c.DockerState + ")"
+	}
+	return c.State
+}
+
+func add(m map[string]*Share, key string, c kubecontainer.Container) {
+	s, ok := m[key]
+	if !ok {
+		s = &Share{Name: key, ByState: map[string]int{}}
+		m[key] = s
+	}
+	s.Containers++
+	s.ByState[c.State]++
+	s.Bytes += c.Bytes
+}
+
+func top(m map[string]*Share, n int, total int64) (byCount, byBytes []Share) {
+	all := make([]Share, 0, len(m))
+	for _, s := range m {
+		if total > 0 {
+			s.Fraction = float64(s.Bytes) / float64(total)
+		}
+		all = append(all, *s)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Containers != all[j].Containers {
+			return all[i].Containers > all[j].Containers
+		}
+		return all[i].Name < all[j].Name
+	})
+	byCount = append([]Share(nil), all[:min(n, len(all))]...)
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Bytes != all[j].Bytes {
+			return all[i].Bytes > all[j].Bytes
+		}
+		return all[i].Name < all[j].Name
+	})
+	byBytes = append([]Share(nil), all[:min(n, len(all))]...)
+	return byCount, byBytes
+}
+
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	d := now.Sub(t)
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func size(b int64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// batch feeds ids to a remove command a hundred at a time: the ids of
+// tens of thousands of containers overflow a shell's argument list.
+const batch = " | xargs -r -n 100 "
+
+// crictlMargin: crictl reads a list with the same 16 MiB receive limit as
+// the kubelet, so past the limit its plain list fails too; a filtered list
+// is safe to read up to this share of the limit (the framing of each item
+// adds a few bytes to the sum of their sizes).
+const crictlMargin = 0.9
+
+// maxListSteps bounds how many per-namespace or per-pod removals the report
+// spells out; diagnose, run again, lists what is left.
+const maxListSteps = 12
+
+// cleanup writes the exact commands for this runtime, cordon first.
+func cleanup(inv *kubecontainer.Inventory, r *Report, limit int64) []Step {
+	steps := []Step{{
+		Why:     "stop new pods landing here; drain before restarting the runtime or the kubelet, never restart them first",
+		Command: "kubectl cordon NODE && kubectl drain NODE --ignore-daemonsets --delete-emptydir-data --timeout=5m",
+	}}
+	var unknown, dead []string
+	for _, c := range inv.Containers {
+		switch {
+		case c.DockerState == kubecontainer.DockerDead:
+			dead = append(dead, c.ID)
+		case c.State == kubecontainer.ContainerUnknown:
+			unknown = append(unknown, c.ID)
+		}
+	}
+	var notready []string
+	for _, s := range inv.Sandboxes {
+		if s.State == kubecontainer.SandboxNotReady {
+			notready = append(notready, s.ID)
+		}
+	}
+	exited := r.Containers[kubecontainer.ContainerExited]
+	if inv.View == kubecontainer.ViewDocker {
+		if exited > 0 {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers the kubelet lists (kubelet-created ones only)", exited),
+				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=container" + batch + "docker rm"})
+		}
+		switch {
+		case len(dead) > 20:
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
+				Command: "docker ps -aq --filter status=dead" + batch + "docker rm -f"})
+		case len(dead) > 0:
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
+				Command: "docker rm -f " + strings.Join(dead, " ")})
+		}
+		if len(notready) > 0 {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d sandboxes of finished pods", len(notready)),
+				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=podsandbox" + batch + "docker rm"})
+		}
+		steps = append(steps, Step{Why: "or all at once", Command: "docker system prune -f",
+			Warning: "removes every stopped container on the host (not only the kubelet's), unused networks and dangling images"})
+	} else {
+		// Sandboxes first: their list stays small enough to read past the
+		// limit, and removing a finished pod's sandbox removes its
+		// containers with it, usually most of the exited ones.
+		if len(notready) > 0 {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d notready sandboxes (finished pods) and their containers", len(notready)),
+				Command: "crictl pods --state notready -q" + batch + "crictl rmp"})
+		}
+		if exited > 0 {
+			steps = append(steps, exitedSteps(inv, exited, limit)...)
+		}
+		switch {
+		case len(unknown) > 20:
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)),
+				Command: "crictl ps -a --state unknown -q" + batch + "crictl rm -f"})
+		case len(unknown) > 0:
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)), Command: "crictl rm -f " + strings.Join(unknown, " ")})
+		}
+	}
+	if len(r.NSBytes) > 0 && r.NSBytes[0].Fraction > 0.3 {
+		steps = append(steps, Step{Why: fmt.Sprintf("namespace %s holds %.0f%% of the ListContainers bytes: fix its cleanup (Job ttlSecondsAfterFinished, CronJob history limits, the crash loop)",
+			r.NSBytes[0].Name, 100*r.NSBytes[0].Fraction), Command: "kubectl -n " + r.NSBytes[0].Name + " get jobs,cronjobs,pods"})
+	}
+	steps = append(steps, Step{Why: "let the node take pods again once the alerts resolve", Command: "kubectl uncordon NODE"})
+	return steps
+}
+
+// exitedSteps removes the exited containers of a CRI runtime through lists
+// crictl can read: all at once when their list fits under the limit,
+// otherwise namespace by namespace, and a namespace too large on its own pod
+// by pod (the kubelet's labels are server-side filters, so each list holds
+// only what it names).
+func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
+	fits := func(b int64) bool { return float64(b) <= crictlMargin*float64(limit) }
+	type group struct {
+		name  string
+		n     int
+		bytes int64
+	}
+	var total int64
+	byNS := map[string]*group{}
+	byPod := map[string]map[string]*group{}
+	for _, c := range inv.Containers {
+		if c.State != kubecontainer.ContainerExited {
+			continue
+		}
+		total += c.Bytes
+		g := byNS[c.Namespace]
+		if g == nil {
+			g = &group{name: c.Namespace}
+			byNS[c.Namespace] = g
+			byPod[c.Namespace] = map[string]*group{}
+		}
+		g.n++
+		g.bytes += c.Bytes
+		p := byPod[c.Namespace][c.Pod]
+		if p == nil {
+			p = &group{name: c.Pod}
+			byPod[c.Namespace][c.Pod] = p
+		}
+		p.n++
+		p.bytes += c.Bytes
+	}
+	const rm = "crictl rm"
+	if fits(total) {
+		return []Step{{Why: fmt.Sprintf("remove the %d exited containers (the kubelet needs none of them to run pods)", exited),
+			Command: "crictl ps -a --state exited -q" + batch + rm}}
+	}
+	sorted := func(m map[string]*group) []*group {
+		gs := make([]*group, 0, len(m))
+		for _, g := range m {
+			gs = append(gs, g)
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			if gs[i].bytes != gs[j].bytes {
+				return gs[i].bytes > gs[j].bytes
+			}
+			return gs[i].name < gs[j].name
+		})
+		return gs
+	}
+	nsLabel := func(ns string) string { return " --label io.kubernetes.pod.namespace=" + ns }
+	var steps []Step
+	left := 0
+	for _, ns := range sorted(byNS) {
+		if len(steps) >= maxListSteps {
+			left += ns.n
+			continue
+		}
+		if fits(ns.bytes) {
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of namespace %s (%s)", ns.n, ns.name, size(ns.bytes)),
+				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " -q" + batch + rm})
+			continue
+		}
+		for _, pod := range sorted(byPod[ns.name]) {
+			if len(steps) >= maxListSteps {
+				left += pod.n
+				continue
+			}
+			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of pod %s/%s (%s)", pod.n, ns.name, pod.name, size(pod.bytes)),
+				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " --label io.kubernetes.pod.name=" + pod.name + " -q" + batch + rm})
+		}
+	}
+	steps[0].Why = fmt.Sprintf("the %d exited containers list to %s, too large for crictl to read at once (its limit is the kubelet's): ", exited, size(total)) + steps[0].Why
+	if left > 0 {
+		steps = append(steps, Step{Why: fmt.Sprintf("then list again: %d more exited containers are left for the next report", left),
+			Command: "pleg_exporter diagnose"})
+	}
+	return steps
+}
+
+// JSON writes the report as indented JSON.
+func (r *Report) JSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// Text writes the report for a person.
+func (r *Report) Text(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p("pleg_exporter diagnose: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
+	p("")
+	if r.AtRisk {
+		p("AT RISK:")
+		for _, s := range r.Reasons {
+			p("  - %s", s)
+		}
+	} else {
+		p("Healthy: nothing close to the kubelet's limits.")
+	}
+	if r.ListError != "" {
+		p("The kubelet's unfiltered list fails: %s", r.ListError)
+	}
+	if r.Fallback {
+		p("Counted through filtered lists, past the limit the kubelet cannot read.")
+	}
+	if r.Incomplete != "" {
+		p("Not listed: %s", r.Incomplete)
+	}
+	p("")
+	p("Containers  %s", states(r.Containers, kubecontainer.ContainerStates))
+	if r.Docker != nil {
+		p("Docker      %s", states(r.Docker, kubecontainer.DockerStates))
+	}
+	p("Sandboxes   %s", states(r.Sandboxes, kubecontainer.SandboxStates))
+	for _, pl := range r.Payload {
+		p("Payload     %-15s %10s  %5.1f%% of %s  (~%d more items fit)", pl.RPC, size(pl.Bytes), 100*pl.Ratio, size(pl.LimitBytes), max(pl.MoreFit, 0))
+	}
+	table := func(title string, rows []Share) {
+		if len(rows) == 0 {
+			return
+		}
+		p("")
+		p("%s", title)
+		p("  %-48s %10s %10s %10s %7s", "", "containers", "exited", "bytes", "share")
+		for _, s := range rows {
+			p("  %-48s %10d %10d %10s %6.1f%%", s.Name, s.Containers, s.ByState[kubecontainer.ContainerExited], size(s.Bytes), 100*s.Fraction)
+		}
+	}
+	table("Top namespaces by containers", r.Namespaces)
+	table("Top namespaces by ListContainers bytes", r.NSBytes)
+	table("Top pods by containers", r.Pods)
+	table("Top pods by ListContainers bytes", r.PodBytes)
+	suspects := func(title string, rows []Suspect, total int) {
+		if total == 0 {
+			return
+		}
+		p("")
+		p("%s (%d)", title, total)
+		for _, s := range rows {
+			p("  %-13s %-60s %-24s %s", short(s.ID), s.Where, s.State, s.Age)
+		}
+	}
+	suspects("Unknown or dead containers", r.Suspects[:min(len(r.Suspects), 20)], len(r.Suspects))
+	suspects("Notready sandboxes, oldest first", r.NotReady, r.NotReadyAll)
+	if len(r.Probes) > 0 {
+		p("")
+		p("Slowest status calls")
+		for _, pr := range r.Probes {
+			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, short(pr.ID), pr.Where, pr.Duration, pr.Result)
+		}
+	}
+	p("")
+	p("Cleanup")
+	for i, s := range r.Cleanup {
+		p("  %d. %s", i+1, s.Why)
+		p("     %s", s.Command)
+		if s.Warning != "" {
+			p("     WARNING: %s", s.Warning)
+		}
+	}
+}
+
+func short(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+func states(m map[string]int, order []string) string {
+	total := 0
+	var parts []string
+	for _, s := range order {
+		total += m[s]
+		parts = append(parts, fmt.Sprintf("%s %d", s, m[s]))
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}

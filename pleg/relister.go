@@ -1,0 +1,289 @@
+package pleg
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+)
+
+const infoTimeout = 5 * time.Second
+
+// Config holds what the loop needs to know about the kubelet it imitates.
+type Config struct {
+	Interval time.Duration // time between the end of one relist and the start of the next
+	// LimitBytes is the kubelet's gRPC receive limit (16 MiB): a relist
+	// whose answer is larger is one the kubelet would have failed.
+	LimitBytes int64
+	// Probes turns on the status probes of suspect sandboxes and containers
+	// when the runtime supports them (kubecontainer.Prober).
+	Probes bool
+	// TuneMemory lowers the GC percent while a relist holds its answer and
+	// returns the memory of a large one at once (memory.go).
+	TuneMemory bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Observer is told what the relister does. The Prometheus collector is one.
+// Its methods are called from the relist loop and the probe goroutine and
+// must not block.
+type Observer interface {
+	// Observe receives a copy of the relister's state when the relister is
+	// created and after every relist; State.Last is the relist just
+	// finished (nil before the first).
+	Observe(State)
+	// ObserveProbe receives the result of each status probe.
+	ObserveProbe(kubecontainer.ProbeResult)
+}
+
+// Relister runs shadow relists in the background and keeps the latest
+// aggregates. Everything a scrape reads comes from here; nothing it does
+// reaches the runtime.
+type Relister struct {
+	rt     kubecontainer.Runtime
+	cfg    Config
+	obs    Observer
+	logger *slog.Logger
+	now    func() time.Time
+	memory memoryTuning
+
+	probing atomic.Bool
+	// probeWarned maps a suspect's id to when its hanging status call was
+	// last logged; only the probing goroutine (one at a time) touches it.
+	probeWarned map[string]time.Time
+
+	mu          sync.RWMutex
+	last        *kubecontainer.Snapshot // latest finished relist
+	counted     *kubecontainer.Snapshot // latest relist with exact counts
+	lastSeen    time.Time               // start of the latest relist the kubelet would have accepted
+	info        kubecontainer.Info
+	infoKnown   bool
+	relists     uint64
+	errors      map[string]uint64
+	lastState   string // "" = ok, otherwise error code; for logging on change only
+	firstRelist chan struct{}
+}
+
+// NewRelister prepares a relister; call Run to start it. Until the first
+// successful relist the kubelet's age counts from now, so a runtime that is
+// never reachable still raises the stall alert. obs may be nil.
+func NewRelister(rt kubecontainer.Runtime, cfg Config, obs Observer, logger *slog.Logger) *Relister {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	r := &Relister{
+		rt:     rt,
+		cfg:    cfg,
+		obs:    obs,
+		logger: logger,
+		now:    cfg.Now,
+		memory: newMemoryTuning(cfg.TuneMemory),
+		// Present from the start so increase() sees the first failure.
+		errors:      map[string]uint64{"ResourceExhausted": 0, "DeadlineExceeded": 0, "Unavailable": 0},
+		lastState:   "init",
+		firstRelist: make(chan struct{}),
+		probeWarned: map[string]time.Time{},
+	}
+	r.lastSeen = r.now()
+	obs.Observe(r.State())
+	return r
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Observe(State)                          {}
+func (nopObserver) ObserveProbe(kubecontainer.ProbeResult) {}
+
+// probeWarnEvery is how often one suspect whose status call keeps timing out
+// is logged again: a Dead sandbox hangs on every cycle until someone removes
+// it, and the counter and the alert say so in the meantime.
+const probeWarnEvery = time.Hour
+
+// Run relists until ctx is done. Like the kubelet's wait.Until(relist, 1s)
+// the interval is measured from the end of one relist to the start of the
+// next, so relists never overlap and a slow runtime is not piled on.
+func (r *Relister) Run(ctx context.Context) {
+	first := true
+	for {
+		r.RelistOnce(ctx)
+		if first {
+			close(r.firstRelist)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+// FirstRelistDone is closed when the first relist has finished.
+func (r *Relister) FirstRelistDone() <-chan struct{} { return r.firstRelist }
+
+// RelistOnce performs one relist and records it.
+func (r *Relister) RelistOnce(ctx context.Context) {
+	r.mu.RLock()
+	needInfo := !r.infoKnown
+	r.mu.RUnlock()
+
+	if needInfo {
+		// Ask who the runtime is only after (re)connecting, not every relist,
+		// and on a short deadline of its own so a hung runtime does not eat
+		// into the relist's.
+		ictx, icancel := context.WithTimeout(ctx, infoTimeout)
+		if info, err := r.rt.Info(ictx); err == nil {
+			r.mu.Lock()
+			r.info, r.infoKnown = info, true
+			r.mu.Unlock()
+		}
+		icancel()
+	}
+	// Each call of the relist carries its own deadline (--relist.timeout),
+	// like each CRI call of the kubelet's.
+	restore := r.memory.during()
+	snap := r.rt.Relist(ctx)
+	restore()
+	if ctx.Err() != nil {
+		// Shutting down: a relist cut short by us says nothing about the
+		// runtime, and must not be logged or counted as its failure.
+		return
+	}
+	if snap.Err == nil {
+		// The kubelet also rejects what it cannot receive (for Docker the
+		// estimate stands in for cri-dockerd's answer).
+		for _, name := range []string{kubecontainer.RPCListPodSandbox, kubecontainer.RPCListContainers} {
+			if rpc := snap.RPCs[name]; rpc.PayloadKnown && rpc.PayloadBytes > r.cfg.LimitBytes {
+				snap.Err = &kubecontainer.PayloadTooLargeError{RPC: name, Size: rpc.PayloadBytes, Limit: r.cfg.LimitBytes}
+				break
+			}
+		}
+	}
+	r.record(snap)
+	r.startProbes(ctx)
+	r.memory.after(biggest(snap))
+}
+
+func biggest(s *kubecontainer.Snapshot) int64 {
+	var n int64
+	for _, rpc := range s.RPCs {
+		n = max(n, rpc.PayloadBytes)
+	}
+	return n
+}
+
+func (r *Relister) record(snap *kubecontainer.Snapshot) {
+	code := kubecontainer.ErrorCode(snap.Err)
+
+	r.mu.Lock()
+	r.relists++
+	r.last = snap
+	if snap.Counted {
+		r.counted = snap
+	}
+	if snap.Err == nil {
+		r.lastSeen = snap.Start
+	} else {
+		r.errors[code]++
+	}
+	if code != "" && !snap.Counted {
+		// The runtime may have restarted into another version.
+		r.infoKnown = false
+	}
+	prev := r.lastState
+	r.lastState = code
+	r.mu.Unlock()
+	r.obs.Observe(r.State())
+
+	if prev == code {
+		return
+	}
+	switch {
+	case code == "":
+		r.logger.Info("relist succeeded", "duration", snap.Duration, "containers", sum(snap.Containers), "sandboxes", sum(snap.Sandboxes))
+	case snap.Counted:
+		r.logger.Warn("relist would fail for the kubelet; counts taken through the fallback", "code", code, "err", snap.Err, "fallback", snap.Fallback)
+	default:
+		r.logger.Error("relist failed", "code", code, "err", snap.Err)
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// State is a consistent read of the relister.
+type State struct {
+	Last      *kubecontainer.Snapshot // nil before the first relist finished
+	Counted   *kubecontainer.Snapshot // nil until a relist produced counts
+	LastSeen  time.Time
+	Info      kubecontainer.Info
+	InfoKnown bool
+	Relists   uint64
+	Errors    map[string]uint64
+}
+
+// State returns a copy of the relister's state.
+func (r *Relister) State() State {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	errs := make(map[string]uint64, len(r.errors))
+	for k, v := range r.errors {
+		errs[k] = v
+	}
+	return State{
+		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen,
+		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
+	}
+}
+
+// startProbes runs the status probes of the latest relist's suspects in
+// their own goroutine, one round at a time: a probe that hangs until its
+// deadline must not delay the next relist.
+func (r *Relister) startProbes(ctx context.Context) {
+	p, ok := r.rt.(kubecontainer.Prober)
+	if !ok || !r.cfg.Probes || !r.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.probing.Store(false)
+		now := r.now()
+		for _, res := range p.Probe(ctx) {
+			r.obs.ObserveProbe(res)
+			if !res.TimedOut {
+				if _, hung := r.probeWarned[res.ID]; hung {
+					delete(r.probeWarned, res.ID)
+					r.logger.Info("status probe answers again", "kind", res.Kind, "id", res.ID, "after", res.Duration)
+				}
+				continue
+			}
+			// Once per suspect, then once per probeWarnEvery while it
+			// keeps hanging: not once per cycle.
+			if last, ok := r.probeWarned[res.ID]; !ok || now.Sub(last) >= probeWarnEvery {
+				r.probeWarned[res.ID] = now
+				r.logger.Warn("status probe timed out", "kind", res.Kind, "id", res.ID, "after", res.Duration)
+			}
+		}
+		// Forget suspects that have not hung for a while (removed, or no
+		// longer probed), so the map holds at most an hour's worth.
+		for id, last := range r.probeWarned {
+			if now.Sub(last) >= probeWarnEvery {
+				delete(r.probeWarned, id)
+			}
+		}
+	}()
+}
+
+// Probing reports whether a round of status probes is under way.
+func (r *Relister) Probing() bool { return r.probing.Load() }

@@ -1,0 +1,55 @@
+package kubecontainer
+
+import "time"
+
+// Views of an Inventory: which API it was listed through, which decides the
+// cleanup commands a report prints.
+const (
+	ViewCRI    = "cri"
+	ViewDocker = "docker"
+)
+
+// ContainerDockerOnly is the State of a Docker container the kubelet does not
+// see (not created by cri-dockerd): it has a Docker state and no CRI one, and
+// stays out of the CRI counts and the payload.
+const ContainerDockerOnly = "docker-only"
+
+// Container is one listed container, as the kubelet sees it.
+type Container struct {
+	ID          string
+	Name        string
+	Pod         string
+	Namespace   string
+	State       string // CRI state: created, running, exited, unknown; or ContainerDockerOnly
+	DockerState string // Docker's own state, Docker runtime only
+	CreatedAt   time.Time
+	Bytes       int64 // what it adds to the ListContainers answer
+}
+
+// Sandbox is one listed pod sandbox.
+type Sandbox struct {
+	ID        string
+	Pod       string
+	Namespace string
+	State     string // ready, notready
+	CreatedAt time.Time
+	Bytes     int64
+}
+
+// Inventory is the full listing a runtime returned, for one report only.
+type Inventory struct {
+	Info       Info
+	View       string // ViewCRI or ViewDocker
+	Containers []Container
+	Sandboxes  []Sandbox
+	// Payload of each unfiltered answer (exact, or from the runtime's error).
+	Payload map[string]int64
+	// ListErr is what the kubelet's unfiltered list would fail with.
+	ListErr error
+	// Fallback is true when the listing went through filtered lists.
+	Fallback bool
+	// Incomplete names what could not be listed (e.g. unknown containers on
+	// cri-dockerd, whose filter the runtime rejects).
+	Incomplete string
+	Probes     []ProbeResult
+}

@@ -1,0 +1,166 @@
+package kubecontainer
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RPC names as the kubelet's relist issues them, used as the `rpc` label.
+const (
+	RPCListPodSandbox = "ListPodSandbox"
+	RPCListContainers = "ListContainers"
+)
+
+// CRI container states as the kubelet names them (kubecontainer.State), the
+// values of the `state` label of pleg_containers.
+const (
+	ContainerCreated = "created"
+	ContainerRunning = "running"
+	ContainerExited  = "exited"
+	ContainerUnknown = "unknown"
+)
+
+// ContainerStates lists every CRI container state in exposition order.
+var ContainerStates = []string{ContainerCreated, ContainerRunning, ContainerExited, ContainerUnknown}
+
+// CRI sandbox states, the values of the `state` label of pleg_sandboxes.
+const (
+	SandboxReady    = "ready"
+	SandboxNotReady = "notready"
+)
+
+// SandboxStates lists every CRI sandbox state in exposition order.
+var SandboxStates = []string{SandboxReady, SandboxNotReady}
+
+// Docker's own container states (moby StateString), the values of the
+// `state` label of pleg_docker_containers.
+const (
+	DockerCreated    = "created"
+	DockerRunning    = "running"
+	DockerPaused     = "paused"
+	DockerRestarting = "restarting"
+	DockerRemoving   = "removing"
+	DockerExited     = "exited"
+	// DockerDead is a container whose removal failed half way: cri-dockerd
+	// reports it as unknown, and status calls on it can hang.
+	DockerDead = "dead"
+)
+
+// DockerStates lists Docker's own container states in exposition order.
+var DockerStates = []string{DockerCreated, DockerRunning, DockerPaused, DockerRestarting, DockerRemoving, DockerExited, DockerDead}
+
+// RPCStat is what one list call of a relist cost.
+type RPCStat struct {
+	Duration time.Duration
+	// PayloadBytes is the serialized size of the response the kubelet would
+	// receive; when the runtime refused to send it, the size it reported.
+	PayloadBytes int64
+	// PayloadKnown is false when the size could not be learnt (for example
+	// the call timed out).
+	PayloadKnown bool
+	// Estimated is true when PayloadBytes was computed from another API (Docker)
+	// rather than measured on the CRI wire.
+	Estimated bool
+	Err       error
+}
+
+// Snapshot holds the aggregates of one relist. It never holds a container or
+// sandbox list: only counts and sizes survive a relist.
+type Snapshot struct {
+	// Start is when the relist began; the kubelet stamps this same instant as
+	// "last seen active" when the relist succeeds.
+	Start time.Time
+	// Duration is the wall time of the two unfiltered list calls, the part of
+	// the relist the kubelet repeats every second.
+	Duration time.Duration
+	RPCs     map[string]RPCStat
+
+	// Counted is true when the container and sandbox counts are exact, either
+	// from the unfiltered lists or from the fallback.
+	Counted    bool
+	Containers map[string]int
+	Sandboxes  map[string]int
+	// Fallback is true when the counts came from filtered or streamed lists
+	// because an unfiltered list failed.
+	Fallback         bool
+	FallbackDuration time.Duration
+	// ContainersIncomplete is set when the fallback could not count one
+	// state: cri-dockerd rejects a state=UNKNOWN filter. The Docker view, when
+	// present, fills the gap.
+	ContainersIncomplete bool
+
+	// DockerContainers counts containers by Docker state; nil when no Docker
+	// daemon is part of the view.
+	DockerContainers map[string]int
+	// DockerErr is set when the Docker view was configured but failed.
+	DockerErr error
+
+	// Namespaces is the top-N breakdown of the containers by namespace,
+	// nil unless --collector.namespaces is on.
+	Namespaces []NamespaceStat
+
+	// Err is the error the kubelet's own relist would have seen: nil when
+	// both unfiltered lists returned within the payload limit.
+	Err error
+}
+
+// NewSnapshot returns an empty snapshot with zeroed counts for every state.
+func NewSnapshot(start time.Time) *Snapshot {
+	s := &Snapshot{
+		Start:      start,
+		RPCs:       map[string]RPCStat{},
+		Containers: map[string]int{},
+		Sandboxes:  map[string]int{},
+	}
+	for _, st := range ContainerStates {
+		s.Containers[st] = 0
+	}
+	for _, st := range SandboxStates {
+		s.Sandboxes[st] = 0
+	}
+	return s
+}
+
+// Info describes the runtime the exporter talks to.
+type Info struct {
+	Runtime    string // e.g. containerd, cri-o, docker
+	Version    string
+	APIVersion string
+	// Streaming is "true" or "false" when the runtime was asked whether it
+	// implements CRI list streaming, "" when not known (e.g. Docker API).
+	Streaming string
+	Endpoint  string
+}
+
+// ContainerStateName maps a CRI container state to the kubelet's name for it.
+func ContainerStateName(s runtimeapi.ContainerState) string {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	default:
+		return ContainerUnknown
+	}
+}
+
+// SandboxStateName maps a CRI sandbox state to its label value.
+func SandboxStateName(s runtimeapi.PodSandboxState) string {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return SandboxReady
+	}
+	return SandboxNotReady
+}
+
+// ListItemSize is what one message adds to a list answer, whose items are
+// the repeated field 1: tag, length, body. Summing it over the items equals
+// proto.Size of the whole answer without building it.
+func ListItemSize(m proto.Message) int64 {
+	n := proto.Size(m)
+	return int64(protowire.SizeTag(1) + protowire.SizeBytes(n))
+}
