@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X $(PKG_VER).Version=$(VERSION) -X $(PKG_VER).Revision=$(REV
              -X $(PKG_VER).Branch=$(BRANCH) -X $(PKG_VER).BuildUser=make \
              -X $(PKG_VER).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
 TEST_TIMEOUT ?= 25m
-# The sockets --runtime=auto probes (DESIGN.md); make run falls back to a
+# The sockets --runtime=auto probes (runtime/detect); make run falls back to a
 # private containerd when none of them exists.
 RUNTIME_SOCKETS := /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri-dockerd.sock /var/run/docker.sock
 RUN_ARGS  ?=
@@ -64,7 +64,7 @@ test: deps $(CRICTL) lint checkmetrics mixin-check
 		| grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$$)'
 
 test-unit:
-	$(GO) test -short -count=1 ./cmd/... ./collector/...
+	$(GO) test -short -count=1 ./cmd/... ./collector/... ./pleg/... ./runtime/... ./diagnose/...
 
 ## checkmetrics: promtool's lint on the golden /metrics files.
 checkmetrics:
@@ -96,7 +96,7 @@ clean:
 
 ## demo: the whole chain on loopback (containerd, exporter, Prometheus, Alertmanager), left running.
 DEMO := .build/demo
-$(DEMO): $(shell find internal cmd collector -name '*.go') go.mod
+$(DEMO): $(shell find internal cmd collector pleg runtime diagnose -name '*.go') go.mod
 	@mkdir -p .build && $(GO) build -o $(DEMO) ./internal/cmd/demo
 
 .PHONY: demo demo-stall demo-flood demo-unflood demo-down
