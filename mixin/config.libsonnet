@@ -74,6 +74,5 @@
     dashboardUIDPrefix: 'pleg-',
     dashboardRefresh: '30s',
     dashboardTimezone: 'utc',
-    rateInterval: '5m',
   },
 }
