@@ -73,6 +73,26 @@ func TestDiagnosePastTheLimitWithAHangingSandbox(t *testing.T) {
 	}
 }
 
+// --probe.max-per-cycle is honoured as given: 0 makes no status call, the
+// default probes the suspects.
+func TestDiagnoseProbesFollowTheFlag(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	srv.SetPopulation(fakecri.Generate(fakecri.Spec{Ready: 2, NotReady: 3, Running: 2, Exited: 4, Unknown: 2}))
+	r, code, stderr := runDiag(t, "--runtime.endpoint="+srv.Endpoint(), "--probe.max-per-cycle=0")
+	if code > 1 || len(r.Probes) != 0 || srv.Calls("PodSandboxStatus")+srv.Calls("ContainerStatus") != 0 {
+		t.Fatalf("--probe.max-per-cycle=0: exit %d, %d probes reported, %d status calls made; stderr %s", code, len(r.Probes),
+			srv.Calls("PodSandboxStatus")+srv.Calls("ContainerStatus"), stderr)
+	}
+	r, _, _ = runDiag(t, "--runtime.endpoint="+srv.Endpoint())
+	if len(r.Probes) != 5 {
+		t.Fatalf("default: %d probes, want the 3 notready sandboxes and 2 unknown containers", len(r.Probes))
+	}
+}
+
 func TestDiagnoseUnreachableExits2(t *testing.T) {
 	_, code, stderr := runDiag(t, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--relist.timeout=2s")
 	if code != 2 || !strings.Contains(stderr, "cannot list the runtime") {

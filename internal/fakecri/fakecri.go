@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,17 @@ type Server struct {
 
 	calls sync.Map // method -> *atomic.Int64
 	hang  sync.Map // sandbox or container id whose status call hangs
+	fail  sync.Map // short method name (ListContainers) -> error
+}
+
+// Fail makes every call of a method (its short name, "ListContainers")
+// answer err; a nil err lets it work again.
+func (s *Server) Fail(method string, err error) {
+	if err == nil {
+		s.fail.Delete(method)
+		return
+	}
+	s.fail.Store(method, err)
 }
 
 // HangStatus makes PodSandboxStatus / ContainerStatus for these ids hang
@@ -217,6 +229,9 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	s.count(info.FullMethod)
 	if err := s.wait(ctx); err != nil {
 		return nil, err
+	}
+	if err, ok := s.fail.Load(path.Base(info.FullMethod)); ok {
+		return nil, err.(error)
 	}
 	return h(ctx, req)
 }

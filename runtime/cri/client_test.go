@@ -271,3 +271,82 @@ func TestSocketPath(t *testing.T) {
 	}
 }
 
+// A sandbox list too large to send and a container list that fails for
+// another reason: the sandboxes are counted through the fallback, but the
+// relist is not "counted", and runtime_up must not claim zero containers.
+func TestRelistSandboxesTooLargeContainersDown(t *testing.T) {
+	spec := fakecri.Spec{Ready: 300, NotReady: 300, Running: 10}
+	srv, c, sbs, _ := start(t, fakecri.Options{}, spec)
+	size := proto.Size(&runtimeapi.ListPodSandboxResponse{Items: sbs})
+	srv.Stop()
+	// A send limit between one state's list and the whole one.
+	srv, err := fakecri.Start(srv.Path, fakecri.Options{MaxSendBytes: size * 3 / 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	_, cts := fakecri.Generate(spec)
+	srv.SetPopulation(sbs, cts)
+	srv.Fail("ListContainers", status.Error(codes.Unavailable, "containerd is restarting"))
+
+	snap := c.Relist(context.Background())
+	if kubecontainer.ErrorCode(snap.Err) != "ResourceExhausted" {
+		t.Fatalf("err = %v, want the sandbox list's ResourceExhausted (the kubelet stops there)", snap.Err)
+	}
+	if snap.Counted {
+		t.Fatalf("counted with the container list down: containers %v", snap.Containers)
+	}
+	if !snap.Fallback || snap.Sandboxes[kubecontainer.SandboxReady] != 300 || snap.Sandboxes[kubecontainer.SandboxNotReady] != 300 {
+		t.Errorf("sandboxes through the fallback: %v (fallback %v)", snap.Sandboxes, snap.Fallback)
+	}
+	if code := status.Code(snap.RPCs[kubecontainer.RPCListContainers].Err); code != codes.Unavailable {
+		t.Errorf("ListContainers error = %v, want Unavailable", snap.RPCs[kubecontainer.RPCListContainers].Err)
+	}
+}
+
+// The inventory reads the node through the same lister as the relist: past
+// the limit it streams where the runtime can, every item keeps its identity,
+// and the two agree on every count.
+func TestInventoryAndRelistShareTheLister(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		spec := fakecri.Spec{Ready: 40, NotReady: 20, Running: 40, Exited: 6000, Unknown: 3, PaddingBytes: 3000, Namespaces: []string{"a", "b"}}
+		srv, c, sbs, cts := start(t, fakecri.Options{Streaming: streaming, StreamBatch: 1000}, spec)
+		snap := c.Relist(context.Background())
+		assertCounts(t, snap, sbs, cts)
+		inv, err := c.Inventory(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inv.Fallback || inv.ListErr == nil || status.Code(inv.ListErr) != codes.ResourceExhausted {
+			t.Errorf("streaming %v: fallback %v, list error %v", streaming, inv.Fallback, inv.ListErr)
+		}
+		if got := srv.Calls("StreamContainers") > 0; got != streaming {
+			t.Errorf("streaming %v: StreamContainers called: %v", streaming, got)
+		}
+		if len(inv.Containers) != len(cts) || len(inv.Sandboxes) != len(sbs) {
+			t.Fatalf("streaming %v: inventory has %d containers, %d sandboxes; the runtime %d, %d", streaming, len(inv.Containers), len(inv.Sandboxes), len(cts), len(sbs))
+		}
+		byID := map[string]*runtimeapi.Container{}
+		for _, ct := range cts {
+			byID[ct.Id] = ct
+		}
+		counts := map[string]int{}
+		for _, got := range inv.Containers {
+			want := byID[got.ID]
+			if want == nil || got.Name != want.Metadata.Name || got.Pod != want.Labels["io.kubernetes.pod.name"] ||
+				got.Namespace != want.Labels["io.kubernetes.pod.namespace"] || got.CreatedAt.UnixNano() != want.CreatedAt ||
+				got.Bytes != kubecontainer.ListItemSize(want) {
+				t.Fatalf("streaming %v: inventory item %+v does not match the runtime's %v", streaming, got, want)
+			}
+			counts[got.State]++
+		}
+		for st, n := range snap.Containers {
+			if counts[st] != n {
+				t.Errorf("streaming %v: %s: inventory %d, relist %d", streaming, st, counts[st], n)
+			}
+		}
+		if inv.Payload[kubecontainer.RPCListContainers] != snap.RPCs[kubecontainer.RPCListContainers].PayloadBytes {
+			t.Errorf("payload: inventory %d, relist %d", inv.Payload[kubecontainer.RPCListContainers], snap.RPCs[kubecontainer.RPCListContainers].PayloadBytes)
+		}
+	}
+}
