@@ -109,6 +109,8 @@ type listSummary struct {
 	MaxMessage int
 	Messages   int
 	Items      int
+
+	item Item // the scanner's scratch item
 }
 
 var errMalformed = errors.New("malformed list answer")
@@ -170,11 +172,14 @@ func scanReader(r *mem.Reader, s *listSummary) error {
 			if _, err := io.ReadFull(r, body); err != nil {
 				return errMalformed
 			}
-			var it Item
+			// One Item reused for every item: handed to a callback, a
+			// fresh one would escape to the heap once per item.
+			it := &s.item
+			*it = Item{}
 			if s.sandboxes {
-				err = scanSandbox(body, s.fields, &it)
+				err = scanSandbox(body, s.fields, it)
 			} else {
-				err = scanContainer(body, s.fields, &it)
+				err = scanContainer(body, s.fields, it)
 			}
 			if err != nil {
 				return err
@@ -182,7 +187,7 @@ func scanReader(r *mem.Reader, s *listSummary) error {
 			it.Bytes = protowire.SizeVarint(tag) + protowire.SizeVarint(l) + int(l)
 			s.Items++
 			if s.onItem != nil {
-				s.onItem(&it)
+				s.onItem(it)
 			}
 		default:
 			return errMalformed
