@@ -179,12 +179,13 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	v := &Visitor{}
 	if c.cfg.NamespacesTop > 0 {
 		tally = kubecontainer.NamespaceTally{}
-		v.Fields |= FieldNamespace
+		v.ContainerFields |= FieldNamespace
 		v.ResetContainers = func() { clear(tally) }
 	}
 	probes := c.cfg.ProbeMax > 0
 	if probes {
-		v.Fields |= FieldID | FieldCreated
+		v.ContainerFields |= FieldID | FieldCreated
+		v.SandboxFields |= FieldID | FieldCreated
 		v.Sandbox = func(it *Item) {
 			if it.State != int32(runtimeapi.PodSandboxState_SANDBOX_READY) {
 				cands = append(cands, candidate{kind: kubecontainer.ProbeSandbox, id: string(it.ID), created: it.CreatedAt})

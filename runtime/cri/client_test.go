@@ -3,6 +3,7 @@ package cri_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -301,6 +302,11 @@ func TestRelistSandboxesTooLargeContainersDown(t *testing.T) {
 	}
 	if code := status.Code(snap.RPCs[kubecontainer.RPCListContainers].Err); code != codes.Unavailable {
 		t.Errorf("ListContainers error = %v, want Unavailable", snap.RPCs[kubecontainer.RPCListContainers].Err)
+	}
+	// The report names the call that could not be listed, not the one the
+	// fallback listed anyway.
+	if _, err := c.Inventory(context.Background()); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "list containers on") {
+		t.Errorf("inventory error = %v, want the container list's Unavailable", err)
 	}
 }
 

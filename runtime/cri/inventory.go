@@ -20,7 +20,8 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 	}
 	inv := &kubecontainer.Inventory{Info: info, View: kubecontainer.ViewCRI, Payload: map[string]int64{}}
 	v := &Visitor{
-		Fields: FieldID | FieldCreated | FieldNamespace | FieldIdentity,
+		ContainerFields: FieldID | FieldCreated | FieldNamespace | FieldIdentity,
+		SandboxFields:   FieldID | FieldCreated | FieldNamespace | FieldIdentity,
 		Sandbox: func(it *Item) {
 			inv.Sandboxes = append(inv.Sandboxes, kubecontainer.Sandbox{
 				ID: string(it.ID), Pod: string(it.Pod), Namespace: string(it.Namespace),

@@ -14,7 +14,8 @@ import (
 
 // The one lister. Everything that reads the whole node goes through List:
 // the relist (counts and bytes), the diagnose inventory (items with their
-// identities) and gc (what the kubelet's container GC would remove). It makes
+// identities), and it is what a report of what the kubelet's container GC
+// would remove must read the node through. It makes
 // the kubelet's two unfiltered calls and, when an answer is too large to
 // send, lists the same items anyway through calls whose answers fit:
 //
@@ -31,8 +32,10 @@ import (
 // breaks half way have already been visited when the lister lists them again
 // another way: the Reset functions are called first, to forget them.
 type Visitor struct {
-	// Fields is what the scanner reads of each item besides state and size.
-	Fields          Fields
+	// ContainerFields and SandboxFields are what the scanner reads of each
+	// item besides its state and size.
+	ContainerFields Fields
+	SandboxFields   Fields
 	Sandbox         func(*Item)
 	Container       func(*Item)
 	ResetSandboxes  func()
@@ -51,6 +54,9 @@ type Listing struct {
 	// returned (their size against the kubelet's limit is the caller's to
 	// judge: the runtime may send more than the kubelet accepts).
 	Err error
+	// containersErr is the container list's own error, when the sandboxes
+	// were listed but the containers not.
+	containersErr error
 
 	// Fallback is true when an answer was too large and the items were
 	// listed through streamed or filtered calls; FallbackErr is why that
@@ -72,10 +78,13 @@ type Listing struct {
 func (l *Listing) Complete() bool { return l.SandboxesListed && l.ContainersListed }
 
 // Error is why the listing is not complete: the fallback's error, else the
-// kubelet's.
+// call that failed for another reason than size.
 func (l *Listing) Error() error {
-	if l.FallbackErr != nil {
+	switch {
+	case l.FallbackErr != nil:
 		return l.FallbackErr
+	case l.SandboxesListed && !l.ContainersListed && l.containersErr != nil:
+		return l.containersErr
 	}
 	return l.Err
 }
@@ -136,7 +145,7 @@ var (
 // size.
 func (c *Client) List(ctx context.Context, v *Visitor) *Listing {
 	l := &Listing{Start: time.Now(), RPCs: map[string]kubecontainer.RPCStat{}}
-	sb := c.summary(listSandboxes, v.Fields, l, v)
+	sb := c.summary(listSandboxes, v.SandboxFields, l, v)
 	cctx, cancel := c.call(ctx)
 	sbErr := c.invoke(cctx, listSandboxes, nil, sb)
 	cancel()
@@ -147,7 +156,7 @@ func (c *Client) List(ctx context.Context, v *Visitor) *Listing {
 	// only for size, because the container list is measured independently.
 	ctErr := sbErr
 	if sbErr == nil || tooLarge(sbErr) {
-		ct := c.summary(listContainers, v.Fields, l, v)
+		ct := c.summary(listContainers, v.ContainerFields, l, v)
 		cctx, cancel := c.call(ctx)
 		ctErr = c.invoke(cctx, listContainers, &runtimeapi.ContainerFilter{}, ct)
 		cancel()
@@ -159,6 +168,9 @@ func (c *Client) List(ctx context.Context, v *Visitor) *Listing {
 		l.Err = fmt.Errorf("list pod sandboxes on %s: %w", c.cfg.Endpoint, sbErr)
 	case ctErr != nil:
 		l.Err = fmt.Errorf("list containers on %s: %w", c.cfg.Endpoint, ctErr)
+	}
+	if ctErr != nil && !tooLarge(ctErr) {
+		l.containersErr = fmt.Errorf("list containers on %s: %w", c.cfg.Endpoint, ctErr)
 	}
 	l.SandboxesListed, l.ContainersListed = sbErr == nil, ctErr == nil
 	needSB, needCT := tooLarge(sbErr), tooLarge(ctErr)
@@ -213,7 +225,7 @@ func (c *Client) summary(call listCall, fields Fields, l *Listing, v *Visitor) *
 // container lists.
 func (c *Client) listSandboxesAnyway(ctx context.Context, v *Visitor, l *Listing) ([]string, error) {
 	var ids []string
-	s := c.summary(listSandboxes, v.Fields|FieldID, l, v)
+	s := c.summary(listSandboxes, v.SandboxFields|FieldID, l, v)
 	visit := s.onItem
 	s.onItem = func(it *Item) {
 		ids = append(ids, string(it.ID))
@@ -244,7 +256,7 @@ func (c *Client) listSandboxesAnyway(ctx context.Context, v *Visitor, l *Listing
 // sandbox at a time. haveIDs says whether sandboxIDs holds every sandbox;
 // if not they are listed once, when first needed.
 func (c *Client) listContainersAnyway(ctx context.Context, sandboxIDs []string, haveIDs bool, v *Visitor, l *Listing) error {
-	s := c.summary(listContainers, v.Fields, l, v)
+	s := c.summary(listContainers, v.ContainerFields, l, v)
 	if c.streams() {
 		err := c.streamAll(ctx, listContainers, &runtimeapi.ContainerFilter{}, s)
 		if err == nil {

@@ -104,11 +104,9 @@ type listSummary struct {
 	fields    Fields // what to read of each item
 	onItem    func(*Item)
 	// Size is the serialized size of the answer (of all messages of a
-	// stream); MaxMessage the largest single message.
-	Size       int
-	MaxMessage int
-	Messages   int
-	Items      int
+	// stream).
+	Size  int
+	Items int
 
 	item Item // the scanner's scratch item
 }
@@ -127,10 +125,7 @@ func scanList(b []byte, s *listSummary) error {
 // reused scratch buffer and scanned there, and every consumed frame buffer
 // goes back to gRPC's pool. So the answer is held in memory once, not twice.
 func scanReader(r *mem.Reader, s *listSummary) error {
-	n := r.Remaining()
-	s.Size += n
-	s.MaxMessage = max(s.MaxMessage, n)
-	s.Messages++
+	s.Size += r.Remaining()
 	var scratch []byte
 	for r.Remaining() > 0 {
 		tag, err := binary.ReadUvarint(r)
