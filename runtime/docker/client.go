@@ -129,7 +129,7 @@ func Summarize(list []container.Summary) *View {
 	for _, s := range kubecontainer.SandboxStates {
 		v.Sandboxes[s] = 0
 	}
-	for _, e := range asCRI(list) {
+	eachCRI(list, func(e *Entry) {
 		v.ContainersListed++
 		v.Docker[string(e.Docker.State)]++
 		switch {
@@ -142,7 +142,7 @@ func Summarize(list []container.Summary) *View {
 			v.Sandboxes[kubecontainer.SandboxStateName(e.Sandbox.GetState())]++
 			v.SandboxesBytes += e.Bytes
 		}
-	}
+	})
 	return v
 }
 

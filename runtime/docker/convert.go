@@ -188,10 +188,10 @@ type Entry struct {
 	Bytes         int64 // what it adds to the CRI list answer
 }
 
-// asCRI converts a Docker container list the way cri-dockerd would for the
-// kubelet's two list calls; every Docker path reads the list through it.
-func asCRI(list []container.Summary) []Entry {
-	out := make([]Entry, len(list))
+// eachCRI converts a Docker container list the way cri-dockerd would for
+// the kubelet's two list calls, one container at a time: every Docker path
+// reads the list through it, and no converted message outlives its call.
+func eachCRI(list []container.Summary, fn func(*Entry)) {
 	for i := range list {
 		d := &list[i]
 		e := Entry{Docker: d}
@@ -209,7 +209,6 @@ func asCRI(list []container.Summary) []Entry {
 			}
 			e.Unconvertible = err != nil
 		}
-		out[i] = e
+		fn(&e)
 	}
-	return out
 }

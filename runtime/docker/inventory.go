@@ -25,7 +25,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 		kubecontainer.RPCListContainers: 0, kubecontainer.RPCListPodSandbox: 0,
 	}}
 	var suspects []string
-	for _, e := range asCRI(list) {
+	eachCRI(list, func(e *Entry) {
 		d := e.Docker
 		created := time.Unix(d.Created, 0)
 		if m := e.Sandbox; m != nil {
@@ -50,7 +50,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 		case kubecontainer.DockerDead, kubecontainer.DockerRemoving, kubecontainer.DockerRestarting:
 			suspects = append(suspects, d.ID)
 		}
-	}
+	})
 	for i, id := range suspects {
 		if i == c.cfg.ProbeMax {
 			break
