@@ -133,14 +133,16 @@ func New(cfg Config) *Collector {
 }
 
 // Observe implements pleg.Observer: it keeps the state for the next scrape
-// and records the duration of the relist just finished.
+// and records the duration of each relist it has not seen yet (the relister
+// also reports states between relists, e.g. once it learnt who the runtime
+// is while a relist hangs).
 func (c *Collector) Observe(st pleg.State) {
-	if st.Last != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.Last != nil && st.Relists != c.state.Relists {
 		c.latency.Observe(st.Last.Duration.Seconds())
 	}
-	c.mu.Lock()
 	c.state = st
-	c.mu.Unlock()
 }
 
 // ObserveProbe implements pleg.Observer.

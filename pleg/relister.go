@@ -33,8 +33,9 @@ type Config struct {
 // must not block.
 type Observer interface {
 	// Observe receives a copy of the relister's state when the relister is
-	// created and after every relist; State.Last is the relist just
-	// finished (nil before the first).
+	// created, when it has learnt who the runtime is, and after every
+	// relist; State.Last is the latest finished relist (nil before the
+	// first) and State.Relists counts them.
 	Observe(State)
 	// ObserveProbe receives the result of each status probe.
 	ObserveProbe(kubecontainer.ProbeResult)
@@ -143,6 +144,8 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 			r.mu.Lock()
 			r.info, r.infoKnown = info, true
 			r.mu.Unlock()
+			// Known now, not only after a relist that may hang for minutes.
+			r.obs.Observe(r.State())
 		}
 		icancel()
 	}

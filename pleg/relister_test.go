@@ -79,7 +79,8 @@ func newTestRelister(rt kubecontainer.Runtime, obs Observer, now *time.Time, cfg
 }
 
 // The observer hears of the relister at creation (age counting from
-// start-up) and after every relist, failed ones included.
+// start-up), as soon as it knows who the runtime is, and after every relist,
+// failed ones included.
 func TestObserverToldEveryRelist(t *testing.T) {
 	now := t0.Add(-2 * time.Second)
 	obs := &recorder{}
@@ -89,18 +90,26 @@ func TestObserverToldEveryRelist(t *testing.T) {
 	now = t0
 	r.RelistOnce(context.Background())
 	r.RelistOnce(context.Background())
-	if len(obs.states) != 3 {
-		t.Fatalf("observer told %d times, want 3 (creation and two relists)", len(obs.states))
+	first := obs.states[0]
+	if first.Last != nil || first.InfoKnown || !first.LastSeen.Equal(t0.Add(-2*time.Second)) {
+		t.Errorf("at creation: last %v, info known %v, last seen %v; want no relist, last seen at start-up", first.Last, first.InfoKnown, first.LastSeen)
 	}
-	first, failed, good := obs.states[0], obs.states[1], obs.states[2]
-	if first.Last != nil || !first.LastSeen.Equal(t0.Add(-2*time.Second)) {
-		t.Errorf("at creation: last %v, last seen %v; want no relist, last seen at start-up", first.Last, first.LastSeen)
+	if !obs.states[1].InfoKnown || obs.states[1].Last != nil {
+		t.Errorf("second report: %+v; want the runtime's info before the first relist finished", obs.states[1])
 	}
+	byRelist := map[uint64]State{}
+	for _, st := range obs.states {
+		byRelist[st.Relists] = st
+	}
+	failed, good := byRelist[1], byRelist[2]
 	if failed.Last != down || failed.Counted != nil || failed.Errors["Unavailable"] != 1 || !failed.LastSeen.Equal(first.LastSeen) {
 		t.Errorf("after the failed relist: %+v", failed)
 	}
-	if good.Relists != 2 || good.Counted == nil || !good.LastSeen.Equal(t0.Add(10*time.Second)) {
+	if good.Counted == nil || !good.LastSeen.Equal(t0.Add(10*time.Second)) {
 		t.Errorf("after the good relist: %+v", good)
+	}
+	if last := obs.states[len(obs.states)-1]; last.Relists != 2 {
+		t.Errorf("last report has %d relists, want 2", last.Relists)
 	}
 }
 
@@ -166,8 +175,8 @@ func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
 	if st.Relists != 1 || st.Errors["Canceled"] != 0 || st.Last.Err != nil {
 		t.Fatalf("after a cancelled relist: relists %d, errors %v, last err %v; want 1 relist, no error", st.Relists, st.Errors, st.Last.Err)
 	}
-	if len(obs.states) != 2 {
-		t.Fatalf("observer told %d times, want 2: the cancelled relist is not reported", len(obs.states))
+	if last := obs.states[len(obs.states)-1]; last.Relists != 1 {
+		t.Fatalf("observer told of %d relists, want 1: the cancelled relist is not reported", last.Relists)
 	}
 }
 
