@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +38,13 @@ const (
 	// port allocations list has fully handed out, and clear of the
 	// Kubernetes component ports 10248-10259.
 	defaultAddress = ":10391"
+
+	// Deadlines of the metrics server. A scrape is a small GET answered from
+	// memory, so these are generous for a real client and short for a
+	// client that holds a connection without finishing its request.
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = time.Minute
 )
 
 var (
@@ -61,6 +70,8 @@ var (
 				Bool()
 	maxRequests = kingpin.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
 			Default("40").Int()
+	idleTimeout = kingpin.Flag("web.idle-timeout", "How long a keep-alive connection may stay idle between requests before the exporter closes it. Keep it above the scrape interval so scrapes reuse their connection.").
+			Default("2m").Duration()
 	nsEnabled = kingpin.Flag("collector.namespaces", "Export containers and payload bytes by namespace (pleg_namespace_*), the top --collector.namespaces.top namespaces and the rest as namespace=\"other\".").
 			Bool()
 	nsTop = kingpin.Flag("collector.namespaces.top", "How many namespaces --collector.namespaces names; the rest are summed as \"other\" (bounds the label's cardinality to N+1).").
@@ -171,8 +182,15 @@ func run() int {
 	}
 
 	server := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: mux,
+		// Every phase of a connection has a deadline, so no client can hold
+		// goroutines and file descriptors open: a silent or slow client is
+		// cut off while it sends its request, an idle keep-alive connection
+		// after --web.idle-timeout.
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       *idleTimeout,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ListenAndServe(server, toolkitFlags, logger) }()
@@ -207,6 +225,8 @@ func checkFlags(cfg detect.Config) error {
 		return fmt.Errorf("--pleg.grpc-limit-bytes must be positive, got %d", *grpcLimit)
 	case int64(*maxRecv) <= *grpcLimit:
 		return fmt.Errorf("--runtime.max-recv-bytes (%d) must be above --pleg.grpc-limit-bytes (%d) to measure answers past the kubelet's limit", *maxRecv, *grpcLimit)
+	case *idleTimeout <= 0:
+		return fmt.Errorf("--web.idle-timeout must be positive, got %s", *idleTimeout)
 	case *maxRequests < 0:
 		return fmt.Errorf("--web.max-requests must be 0 or more, got %d", *maxRequests)
 	case *nsTop < 1:
@@ -216,6 +236,29 @@ func checkFlags(cfg detect.Config) error {
 	case *probeTimeout <= 0:
 		return fmt.Errorf("--probe.timeout must be positive, got %s", *probeTimeout)
 	}
+	return checkTelemetryPath(*metricsPath)
+}
+
+// checkTelemetryPath refuses a metrics path that http.ServeMux would panic
+// on (empty, relative, a pattern it cannot parse) or that would shadow the
+// health and readiness endpoints the probes depend on.
+func checkTelemetryPath(p string) (err error) {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("--web.telemetry-path must be an absolute path such as /metrics, got %q", p)
+	case p == "/-/" || strings.HasPrefix(p, "/-/"):
+		return fmt.Errorf("--web.telemetry-path %q is reserved for the exporter's own endpoints (/-/healthy, /-/ready)", p)
+	case strings.ContainsFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return fmt.Errorf("--web.telemetry-path %q must not contain spaces or control characters", p)
+	}
+	// ServeMux reports a pattern it cannot use ("/{", "/a/{x...}/b") by
+	// panicking; ask it on a throwaway mux first.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("--web.telemetry-path %q is not a usable path: %v", p, r)
+		}
+	}()
+	http.NewServeMux().Handle(p, http.NotFoundHandler())
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -207,6 +208,12 @@ func TestBadInputExitsWithOneLine(t *testing.T) {
 		"recv below limit":     {"--runtime.max-recv-bytes=1024"},
 		"missing web config":   {"--web.config.file=" + filepath.Join(dir, "missing.yml")},
 		"malformed web config": {"--web.config.file=" + badYAML},
+		"relative metrics":     {"--web.telemetry-path=metrics"},
+		"empty metrics path":   {"--web.telemetry-path="},
+		"metrics on healthy":   {"--web.telemetry-path=/-/healthy"},
+		"metrics on ready":     {"--web.telemetry-path=/-/ready"},
+		"metrics bad pattern":  {"--web.telemetry-path=/{metrics"},
+		"zero idle timeout":    {"--web.idle-timeout=0s"},
 	} {
 		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + freeAddr(t)}, args...)...)
 		var stderr bytes.Buffer
@@ -269,4 +276,130 @@ func TestWebConfigBasicAuth(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("with credentials: %d", resp.StatusCode)
 	}
+}
+
+// The DaemonSet listens on [$(POD_IP)]:10391: the brackets make the same
+// argument valid for an IPv4 and an IPv6 pod address.
+func TestListenAddressBothFamilies(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Skipf("no %s loopback here: %v", host, err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		e := &exporter{addr: net.JoinHostPort(host, fmt.Sprint(port)), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+		e.cmd = exec.Command(binary, fmt.Sprintf("--web.listen-address=[%s]:%d", host, port),
+			"--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+		e.cmd.Stderr = e.stderr
+		if err := e.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { e.done <- e.cmd.Wait() }()
+		if code, body := e.get(t, "/-/healthy"); code != http.StatusOK {
+			t.Errorf("[%s]: /-/healthy answered %d %q", host, code, body)
+		}
+		e.cmd.Process.Kill()
+		<-e.done
+		if t.Failed() {
+			t.Logf("exporter log:\n%s", e.stderr)
+		}
+	}
+}
+
+// Idle keep-alive connections are closed after --web.idle-timeout, and
+// connections that never send a request after the read-header timeout, so
+// a client cannot hold goroutines and file descriptors forever. Measured on
+// the exporter's own go_goroutines and process_open_fds.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	const conns = 1000
+	e := startExporter(t, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--web.idle-timeout=3s")
+	gauge := func(name string) float64 {
+		t.Helper()
+		// A fresh connection per read, closed at once, so the reading
+		// itself leaves nothing behind.
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := c.Get("http://" + e.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return float64(parse(t, string(b))[name].Value)
+	}
+	e.get(t, "/-/healthy")
+	baseG, baseFD := gauge("go_goroutines"), gauge("process_open_fds")
+	rss0 := rssKiB(t, e.cmd.Process.Pid)
+
+	// Half send one keep-alive request and then nothing; half send nothing.
+	open := make([]net.Conn, 0, conns)
+	defer func() {
+		for _, c := range open {
+			c.Close()
+		}
+	}()
+	req := []byte("GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+	for i := 0; i < conns; i++ {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		open = append(open, c)
+		if i%2 == 0 {
+			if _, err := c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, err := http.ReadResponse(bufioReader(c), nil); err != nil {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+		}
+	}
+	heldG, heldFD := gauge("go_goroutines"), gauge("process_open_fds")
+	rss1 := rssKiB(t, e.cmd.Process.Pid)
+	t.Logf("%d connections open: goroutines %.0f -> %.0f, fds %.0f -> %.0f, RSS %d -> %d KiB",
+		conns, baseG, heldG, baseFD, heldFD, rss0, rss1)
+	if heldFD < baseFD+conns*0.9 {
+		t.Fatalf("only %.0f descriptors held for %d connections: the test did not open them", heldFD-baseFD, conns)
+	}
+	if grew := rss1 - rss0; grew > 64<<10 {
+		t.Errorf("RSS grew by %d KiB for %d idle connections, want under 64 MiB", grew, conns)
+	}
+
+	// Every connection must be closed by the server: a read sees EOF.
+	for i, c := range open {
+		c.SetReadDeadline(time.Now().Add(45 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("connection %d (sent a request: %v): read %v, want EOF from the server closing it", i, i%2 == 0, err)
+		}
+	}
+	var g, fd float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if g, fd = gauge("go_goroutines"), gauge("process_open_fds"); g <= baseG+5 && fd <= baseFD+5 {
+			break
+		}
+	}
+	t.Logf("after the timeouts: goroutines %.0f, fds %.0f", g, fd)
+	if g > baseG+5 || fd > baseFD+5 {
+		t.Errorf("after the timeouts: goroutines %.0f (base %.0f), fds %.0f (base %.0f)", g, baseG, fd, baseFD)
+	}
+}
+
+func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 512) }
+
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			var kib int
+			fmt.Sscan(f[1], &kib)
+			return kib
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
 }
