@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode"
@@ -152,9 +153,7 @@ func run() int {
 
 	mux := http.NewServeMux()
 	mux.Handle(*metricsPath, newHandler(metrics, !*disableExporterMetrics, *maxRequests, logger))
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "Healthy.")
-	})
+	mux.Handle("/-/healthy", healthHandler(cfg.Sockets(), logger))
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		select {
 		case <-relister.FirstRelistDone():
@@ -260,6 +259,24 @@ func checkTelemetryPath(p string) (err error) {
 	}()
 	http.NewServeMux().Handle(p, http.NotFoundHandler())
 	return nil
+}
+
+// healthHandler answers the liveness probe. The one failure a restart of the
+// exporter cures is a stale runtime socket: a socket file bind-mounted into
+// the pod keeps pointing at the inode the runtime deleted when it restarted,
+// and the exporter stays blind until the pod gets a fresh mount.
+func healthHandler(sockets []string, logger *slog.Logger) http.Handler {
+	var logged atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if err := detect.StaleSocket(sockets...); err != nil {
+			if !logged.Swap(true) {
+				logger.Error("Unhealthy", "err", err)
+			}
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "Healthy.")
+	})
 }
 
 // newHandler serves the product's metrics and, unless disabled, the

@@ -403,3 +403,47 @@ func rssKiB(t *testing.T, pid int) int {
 	t.Fatal("no VmRSS")
 	return 0
 }
+
+// A runtime socket mounted as a file goes stale when the runtime re-creates
+// it; /-/healthy then fails so the kubelet restarts the pod with a fresh
+// mount, instead of the exporter staying blind (and paging) forever.
+func TestHealthyFailsOnStaleSocketMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	host, pod := t.TempDir(), t.TempDir()
+	srv, err := fakecri.Start(filepath.Join(host, "cri.sock"), fakecri.Options{RuntimeName: "containerd", RuntimeVersion: "2.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := filepath.Join(pod, "cri.sock")
+	os.WriteFile(mounted, nil, 0o600)
+	if out, err := exec.Command("mount", "--bind", filepath.Join(host, "cri.sock"), mounted).CombinedOutput(); err != nil {
+		t.Skipf("mount --bind: %v: %s", err, out)
+	}
+	defer exec.Command("umount", "-l", mounted).Run()
+	e := startExporter(t, "--runtime.endpoint=unix://"+mounted, "--docker.host=none", "--relist.interval=100ms")
+	e.waitFor(t, "pleg_runtime_up", 1)
+	if code, body := e.get(t, "/-/healthy"); code != http.StatusOK {
+		t.Fatalf("before the restart: %d %s", code, body)
+	}
+	// The runtime restarts: its socket is deleted and made again.
+	srv.Stop()
+	os.Remove(filepath.Join(host, "cri.sock"))
+	srv2, err := fakecri.Start(filepath.Join(host, "cri.sock"), fakecri.Options{RuntimeName: "containerd", RuntimeVersion: "2.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Stop()
+	code, body := e.get(t, "/-/healthy")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "stale") || !strings.Contains(body, mounted) {
+		t.Fatalf("after the restart: %d %q, want 503 naming the stale socket", code, body)
+	}
+	if n := strings.Count(e.stderr.String(), "stale"); n != 1 {
+		t.Errorf("logged the stale socket %d times, want once", n)
+	}
+	e.get(t, "/-/healthy")
+	if n := strings.Count(e.stderr.String(), "stale"); n != 1 {
+		t.Errorf("logged the stale socket %d times after two probes, want once", n)
+	}
+}
