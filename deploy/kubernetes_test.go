@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -19,11 +21,14 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/mixin"
 )
 
-var overlays = map[string]struct{ endpoint, socket string }{
-	"base":                 {"unix:///host/run/containerd/containerd.sock", "/run/containerd/containerd.sock"},
-	"overlays/containerd":  {"unix:///host/run/containerd/containerd.sock", "/run/containerd/containerd.sock"},
-	"overlays/crio":        {"unix:///host/var/run/crio/crio.sock", "/var/run/crio/crio.sock"},
-	"overlays/cri-dockerd": {"unix:///host/var/run/cri-dockerd.sock", "/var/run/cri-dockerd.sock"},
+// Each overlay relists through the socket at endpoint, inside the pod; the
+// host directory that holds it (and Docker's socket on cri-dockerd nodes) is
+// the one hostPath mounted.
+var overlays = map[string]struct{ endpoint, dir string }{
+	"base":                 {"unix:///host/run/containerd/containerd.sock", "/run/containerd"},
+	"overlays/containerd":  {"unix:///host/run/containerd/containerd.sock", "/run/containerd"},
+	"overlays/crio":        {"unix:///host/var/run/crio/crio.sock", "/var/run/crio"},
+	"overlays/cri-dockerd": {"unix:///host/var/run/cri-dockerd.sock", "/var/run"},
 }
 
 func render(t *testing.T, dir string) []byte {
@@ -85,14 +90,14 @@ func TestKustomizeRendersTypedObjects(t *testing.T) {
 					t.Errorf("%d %s objects", kinds[k], k)
 				}
 			}
-			checkDaemonSet(t, &ds, want.endpoint, want.socket, dir == "overlays/cri-dockerd")
+			checkDaemonSet(t, &ds, want.endpoint, want.dir, dir == "overlays/cri-dockerd")
 			checkPodMonitor(t, &pm)
 			checkRule(t, &rule)
 		})
 	}
 }
 
-func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, endpoint, socket string, docker bool) {
+func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, endpoint, dir string, docker bool) {
 	t.Helper()
 	spec := ds.Spec.Template.Spec
 	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
@@ -106,9 +111,10 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, endpoint, socket string,
 	}
 	c := spec.Containers[0]
 	args := strings.Join(c.Args, " ")
-	if !strings.Contains(args, "--runtime.endpoint="+endpoint) || !strings.Contains(args, "--web.listen-address=$(POD_IP):10391") {
+	if !strings.Contains(args, "--runtime.endpoint="+endpoint) {
 		t.Errorf("args %q", args)
 	}
+	checkListenAddress(t, c)
 	if docker != strings.Contains(args, "--docker.host=unix://") {
 		t.Errorf("docker view in args %q", args)
 	}
@@ -124,27 +130,73 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, endpoint, socket string,
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %v", c.Resources)
 	}
-	sockets := 0
-	for _, v := range spec.Volumes {
-		if v.HostPath == nil {
-			continue
-		}
-		if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathSocket {
-			t.Errorf("hostPath %s is not type Socket", v.HostPath.Path)
-		}
-		if !strings.HasSuffix(v.HostPath.Path, ".sock") {
-			t.Errorf("hostPath %s is not a socket", v.HostPath.Path)
-		}
-		sockets++
-	}
-	if want := map[bool]int{false: 1, true: 2}[docker]; sockets != want {
-		t.Errorf("%d hostPath sockets, want %d", sockets, want)
-	}
-	if spec.Volumes[0].HostPath.Path != socket {
-		t.Errorf("runtime socket %s, want %s", spec.Volumes[0].HostPath.Path, socket)
-	}
+	checkSocketMounts(t, spec, c, dir)
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		t.Error("service account token mounted")
+	}
+}
+
+// checkSocketMounts: exactly one hostPath, the socket's directory, mounted
+// read-only at /host plus its path, and every socket the args name inside
+// it. A socket *file* mount would go stale when the runtime re-creates its
+// socket on restart.
+func checkSocketMounts(t *testing.T, spec corev1.PodSpec, c corev1.Container, dir string) {
+	t.Helper()
+	var hostPaths []corev1.Volume
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths = append(hostPaths, v)
+		}
+	}
+	if len(hostPaths) != 1 {
+		t.Fatalf("%d hostPath volumes, want 1 (the socket directory)", len(hostPaths))
+	}
+	v := hostPaths[0]
+	if typ := ptr.Deref(v.HostPath.Type, ""); v.HostPath.Path != dir || typ != corev1.HostPathDirectory {
+		t.Errorf("hostPath %s (type %q), want the directory %s, type Directory", v.HostPath.Path, typ, dir)
+	}
+	var mount *corev1.VolumeMount
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].Name == v.Name {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil || !mount.ReadOnly || mount.MountPath != "/host"+dir || mount.SubPath != "" ||
+		ptr.Deref(mount.MountPropagation, corev1.MountPropagationNone) != corev1.MountPropagationNone ||
+		ptr.Deref(mount.RecursiveReadOnly, "") != corev1.RecursiveReadOnlyIfPossible {
+		t.Fatalf("mount of %s: %+v, want read-only (recursively where possible) at /host%s without propagation", dir, mount, dir)
+	}
+	for _, a := range c.Args {
+		for _, flag := range []string{"--runtime.endpoint=unix://", "--docker.host=unix://"} {
+			if p, ok := strings.CutPrefix(a, flag); ok && filepath.Dir(p) != mount.MountPath {
+				t.Errorf("%s: socket %s is not directly in the mounted directory %s", flag, p, mount.MountPath)
+			}
+		}
+	}
+}
+
+// checkListenAddress expands $(POD_IP) as the kubelet does, for an IPv4 and
+// an IPv6 pod, and requires an address the exporter can listen on.
+func checkListenAddress(t *testing.T, c corev1.Container) {
+	t.Helper()
+	var tmpl string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--web.listen-address="); ok {
+			tmpl = v
+		}
+	}
+	if !strings.Contains(tmpl, "$(POD_IP)") {
+		t.Fatalf("--web.listen-address=%q does not use the pod's address", tmpl)
+	}
+	for _, ip := range []string{"10.244.1.7", "fd00:10:244:1::7"} {
+		addr := strings.ReplaceAll(tmpl, "$(POD_IP)", ip)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host != ip || port != "10391" {
+			t.Errorf("pod IP %s: --web.listen-address=%s: host %q port %q, %v", ip, addr, host, port, err)
+		}
+		if _, err := net.ResolveTCPAddr("tcp", addr); err != nil {
+			t.Errorf("pod IP %s: %v", ip, err)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,44 +22,77 @@ import (
 	"github.com/docker/docker/api/types/container"
 )
 
+// projectImage builds the project's image once per test binary, with the
+// Dockerfile and the build context make image prepares, on the private
+// dockerd. Nothing is pulled: the Dockerfile starts FROM scratch.
+func projectImage(t *testing.T) string {
+	t.Helper()
+	imageOnce.Do(func() { imageErr = buildProjectImage() })
+	if imageErr != nil {
+		t.Fatal(imageErr)
+	}
+	return projectImageRef
+}
+
+const projectImageRef = "pleg-exporter:test"
+
+var (
+	imageOnce sync.Once
+	imageErr  error
+)
+
+func buildProjectImage() error {
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp(workRoot, "image")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "pleg_exporter")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, out)
+	}
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	for _, f := range []struct {
+		name, src string
+		mode      int64
+	}{
+		{"Dockerfile", "../../Dockerfile", 0o644},
+		{"pleg_exporter", bin, 0o755},
+		{".build/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644},
+	} {
+		b, err := os.ReadFile(f.src)
+		if err != nil {
+			return err
+		}
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(b))})
+		tw.Write(b)
+	}
+	tw.Close()
+	resp, err := dockerd.API.ImageBuild(c, &ctxTar, types.ImageBuildOptions{Tags: []string{projectImageRef}, Remove: true,
+		BuildArgs: map[string]*string{"VERSION": strPtr("test")}})
+	if err != nil {
+		return err
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if bytes.Contains(out, []byte(`"error"`)) {
+		return fmt.Errorf("docker build: %s", out)
+	}
+	return nil
+}
+
 // The Dockerfile builds offline (FROM scratch) on the private dockerd, and
 // the image relists that dockerd through its socket.
 func TestDockerfileImage(t *testing.T) {
 	need(t, dockErr)
 	c := ctx(t, 3*time.Minute)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pleg_exporter")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	// The build context make image prepares: Dockerfile, binary, CA bundle.
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	add := func(name, src string, mode int64) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(b))})
-		tw.Write(b)
-	}
-	add("Dockerfile", "../../Dockerfile", 0o644)
-	add("pleg_exporter", bin, 0o755)
-	add(".build/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644)
-	tw.Close()
-	resp, err := dockerd.API.ImageBuild(c, &ctxTar, types.ImageBuildOptions{Tags: []string{"pleg-exporter:test"}, Remove: true,
-		BuildArgs: map[string]*string{"VERSION": strPtr("test")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if bytes.Contains(out, []byte(`"error"`)) {
-		t.Fatalf("docker build: %s", out)
-	}
-	img, _, err := dockerd.API.ImageInspectWithRaw(c, "pleg-exporter:test")
+	projectImage(t)
+	img, _, err := dockerd.API.ImageInspectWithRaw(c, projectImageRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +109,7 @@ func TestDockerfileImage(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	cr, err := dockerd.API.ContainerCreate(c, &container.Config{
-		Image: "pleg-exporter:test",
+		Image: projectImageRef,
 		Cmd:   []string{"--runtime.endpoint=unix:///var/run/docker.sock", "--web.listen-address=" + addr, "--relist.interval=1s"},
 	}, &container.HostConfig{
 		NetworkMode:    "host",
