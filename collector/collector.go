@@ -6,8 +6,10 @@
 package collector
 
 import (
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -242,11 +244,38 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range kubecontainer.SandboxStates {
 			gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
 		}
-		for _, ns := range cnt.Namespaces {
+		for _, ns := range namespaceSeries(cnt.Namespaces) {
 			for _, s := range kubecontainer.ContainerStates {
 				gauge(nsContainersDesc, float64(ns.Containers[s]), ns.Namespace, s)
 			}
 			gauge(nsPayloadDesc, float64(ns.PayloadBytes), ns.Namespace)
 		}
 	}
+}
+
+// namespaceSeries returns the namespaces with label values that are UTF-8
+// and each used once, summing the ones that share a value. The runtime layer
+// already exports them so (kubecontainer.NamespaceLabel); this holds for any
+// snapshot, because one label value that is not UTF-8 fails the scrape of
+// every namespace series after it, and one repeated fails the scrape.
+func namespaceSeries(stats []kubecontainer.NamespaceStat) []kubecontainer.NamespaceStat {
+	out := make([]kubecontainer.NamespaceStat, 0, len(stats))
+	at := make(map[string]int, len(stats))
+	for _, ns := range stats {
+		label := ns.Namespace
+		if !utf8.ValidString(label) {
+			label = strings.ToValidUTF8(label, "\uFFFD")
+		}
+		i, ok := at[label]
+		if !ok {
+			at[label] = len(out)
+			out = append(out, kubecontainer.NamespaceStat{Namespace: label, Containers: map[string]int{}})
+			i = len(out) - 1
+		}
+		for k, v := range ns.Containers {
+			out[i].Containers[k] += v
+		}
+		out[i].PayloadBytes += ns.PayloadBytes
+	}
+	return out
 }

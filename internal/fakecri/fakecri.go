@@ -36,6 +36,12 @@ type Options struct {
 	RejectUnknownFilter bool
 	RuntimeName         string
 	RuntimeVersion      string
+	// OnTheWire maps placeholders to the bytes that replace them in every
+	// answer after it is marshalled, each of the same length so that the
+	// message stays well formed. It serves what Go protobuf refuses to
+	// marshal (a label value that is not UTF-8), as a runtime written in
+	// another language may send it.
+	OnTheWire map[string]string
 }
 
 // Server is a fake CRI runtime service.
@@ -126,12 +132,21 @@ func Start(path string, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	s := &Server{opts: opts, lis: lis, Path: path}
-	s.srv = grpc.NewServer(
+	sopts := []grpc.ServerOption{
 		grpc.MaxSendMsgSize(opts.MaxSendBytes),
 		grpc.MaxRecvMsgSize(opts.MaxSendBytes),
 		grpc.UnaryInterceptor(s.unary),
 		grpc.StreamInterceptor(s.stream),
-	)
+	}
+	if len(opts.OnTheWire) > 0 {
+		c, err := newWireCodec(opts.OnTheWire)
+		if err != nil {
+			lis.Close()
+			return nil, err
+		}
+		sopts = append(sopts, grpc.ForceServerCodecV2(c))
+	}
+	s.srv = grpc.NewServer(sopts...)
 	runtimeapi.RegisterRuntimeServiceServer(s.srv, s)
 	// crictl checks that an image service answers on the same socket.
 	runtimeapi.RegisterImageServiceServer(s.srv, imageService{})

@@ -1,0 +1,63 @@
+package fakecri
+
+import (
+	"bytes"
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// wireCodec marshals like gRPC's own protobuf codec, then rewrites the
+// answer's bytes (Options.OnTheWire). Only a server with rewrites uses it;
+// the others keep gRPC's pooled codec, which the benchmarks measure against.
+type wireCodec struct {
+	from, to [][]byte
+}
+
+func newWireCodec(rewrites map[string]string) (*wireCodec, error) {
+	c := &wireCodec{}
+	for from, to := range rewrites {
+		if len(from) != len(to) || from == "" {
+			return nil, fmt.Errorf("fakecri: on the wire %q must become bytes of the same length, not %q", from, to)
+		}
+		c.from, c.to = append(c.from, []byte(from)), append(c.to, []byte(to))
+	}
+	return c, nil
+}
+
+func (*wireCodec) Name() string { return "proto" }
+
+func (c *wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("fakecri: cannot marshal %T", v)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	for i, from := range c.from {
+		// Same length: every length prefix stays right.
+		for rest := b; ; {
+			j := bytes.Index(rest, from)
+			if j < 0 {
+				break
+			}
+			copy(rest[j:], c.to[i])
+			rest = rest[j+len(from):]
+		}
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (*wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("fakecri: cannot unmarshal into %T", v)
+	}
+	return proto.Unmarshal(data.Materialize(), m)
+}
+
+var _ encoding.CodecV2 = (*wireCodec)(nil)
