@@ -49,7 +49,8 @@ type Client struct {
 
 	mu        sync.Mutex
 	streaming string // "true", "false" or "" (not known)
-	// candidates for the status probes, from the latest relist only.
+	// candidates for the status probes: those of the latest relist, plus
+	// the earlier ones a partial listing did not see.
 	candidates  []candidate
 	probeCursor candidate
 	// unknownFilterRejected is set when the runtime refused a state=UNKNOWN
@@ -175,7 +176,6 @@ func (c *Client) streams() bool {
 // the lister's fallback.
 func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	var tally kubecontainer.NamespaceTally
-	var cands []candidate
 	v := &Visitor{}
 	if c.cfg.NamespacesTop > 0 {
 		tally = kubecontainer.NamespaceTally{}
@@ -183,13 +183,24 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 		v.ResetContainers = func() { clear(tally) }
 	}
 	probes := c.cfg.ProbeMax > 0
+	var sbCands, ctCands *candidateScan
 	if probes {
+		c.mu.Lock()
+		sbCands = newCandidateScan(kubecontainer.ProbeSandbox, c.candidates)
+		ctCands = newCandidateScan(kubecontainer.ProbeContainer, c.candidates)
+		c.mu.Unlock()
 		v.ContainerFields |= FieldID | FieldCreated
 		v.SandboxFields |= FieldID | FieldCreated
 		v.Sandbox = func(it *Item) {
-			if it.State != int32(runtimeapi.PodSandboxState_SANDBOX_READY) {
-				cands = append(cands, candidate{kind: kubecontainer.ProbeSandbox, id: string(it.ID), created: it.CreatedAt})
+			sbCands.visit(it, it.State != int32(runtimeapi.PodSandboxState_SANDBOX_READY))
+		}
+		v.ResetSandboxes = sbCands.reset
+		resetTally := v.ResetContainers
+		v.ResetContainers = func() {
+			if resetTally != nil {
+				resetTally()
 			}
+			ctCands.reset()
 		}
 	}
 	if tally != nil || probes {
@@ -197,8 +208,8 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 			if tally != nil {
 				tally.Add(string(it.Namespace), containerState(runtimeapi.ContainerState(it.State)), it.Bytes)
 			}
-			if probes && it.State == int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN) {
-				cands = append(cands, candidate{kind: kubecontainer.ProbeContainer, id: string(it.ID), created: it.CreatedAt})
+			if probes {
+				ctCands.visit(it, it.State == int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN))
 			}
 		}
 	}
@@ -218,7 +229,13 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	snap.Fallback, snap.FallbackDuration = l.Fallback, l.FallbackDuration
 	snap.ContainersIncomplete = l.ContainersIncomplete
 	snap.Counted = l.Complete()
-	if probes && l.Complete() && !l.Fallback {
+	if probes {
+		// The candidates come from whatever listed the items, the fallback
+		// included: past the limit is when the hanging sandboxes pile up. A
+		// listing that missed some items keeps the candidates it did not
+		// see (unknown containers on cri-dockerd, a list that failed).
+		cands := append(sbCands.result(l.SandboxesListed),
+			ctCands.result(l.ContainersListed && !l.ContainersIncomplete)...)
 		c.mu.Lock()
 		c.candidates = cands
 		c.mu.Unlock()

@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"time"
 
@@ -46,6 +47,7 @@ func (c *Client) Probe(ctx context.Context) []kubecontainer.ProbeResult {
 		pick = append(pick, cands[(start+i)%len(cands)])
 	}
 	var out []kubecontainer.ProbeResult
+	gone := map[string]bool{}
 	for _, p := range pick {
 		if ctx.Err() != nil {
 			break
@@ -61,10 +63,82 @@ func (c *Client) Probe(ctx context.Context) []kubecontainer.ProbeResult {
 		cancel()
 		r := kubecontainer.ProbeResult{Kind: p.kind, ID: p.id, Duration: time.Since(t0), Err: err}
 		r.TimedOut = status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)
+		if status.Code(err) == codes.NotFound {
+			gone[p.id] = true
+		}
 		out = append(out, r)
 		c.mu.Lock()
 		c.probeCursor = p
 		c.mu.Unlock()
+	}
+	if len(gone) > 0 {
+		// Removed since it was listed: nothing left to hang. A partial
+		// listing, which keeps the candidates it did not see, would keep
+		// these until the next complete one.
+		c.mu.Lock()
+		c.candidates = slices.DeleteFunc(c.candidates, func(p candidate) bool { return gone[p.id] })
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// candidateScan collects one kind of candidate during a relist, and which
+// of the previous ones the listing saw, in any state.
+type candidateScan struct {
+	kind string
+	new  []candidate
+	prev map[string]*prevCandidate
+}
+
+type prevCandidate struct {
+	candidate
+	seen bool
+}
+
+func newCandidateScan(kind string, prev []candidate) *candidateScan {
+	s := &candidateScan{kind: kind, prev: map[string]*prevCandidate{}}
+	for _, p := range prev {
+		if p.kind == kind {
+			s.prev[p.id] = &prevCandidate{candidate: p}
+		}
+	}
+	return s
+}
+
+// visit takes one listed item; suspect says whether it is a candidate.
+func (s *candidateScan) visit(it *Item, suspect bool) {
+	if len(s.prev) > 0 {
+		if p, ok := s.prev[string(it.ID)]; ok {
+			p.seen = true
+		}
+	}
+	if suspect {
+		s.new = append(s.new, candidate{kind: s.kind, id: string(it.ID), created: it.CreatedAt})
+	}
+}
+
+// reset forgets what a stream that broke half way visited: the lister lists
+// those items again another way.
+func (s *candidateScan) reset() {
+	s.new = s.new[:0]
+	for _, p := range s.prev {
+		p.seen = false
+	}
+}
+
+// result is the new candidates when the listing covered every item of the
+// kind. Otherwise it also keeps the previous candidates the listing did not
+// see: not listed is not gone, and a runtime that cannot be listed whole is
+// the one whose status calls need watching.
+func (s *candidateScan) result(covered bool) []candidate {
+	if covered {
+		return s.new
+	}
+	out := s.new
+	for _, p := range s.prev {
+		if !p.seen {
+			out = append(out, p.candidate)
+		}
 	}
 	return out
 }
