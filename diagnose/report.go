@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -59,7 +60,10 @@ type Payload struct {
 	Bytes      int64   `json:"bytes"`
 	LimitBytes int64   `json:"limit_bytes"`
 	Ratio      float64 `json:"ratio"`
-	// MoreFit is how many more average items fit before the limit.
+	// Items is how many items the answer holds.
+	Items int `json:"items"`
+	// MoreFit is how many more average items fit before the limit
+	// (negative past it; 0 when there are no items to average).
 	MoreFit int `json:"more_fit"`
 }
 
@@ -89,7 +93,8 @@ type Probe struct {
 	Result   string `json:"result"`
 }
 
-// Step is one cleanup action.
+// Step is one cleanup action. Command is empty when the step would have
+// named a value that is not a valid Kubernetes name or ID; Why says so.
 type Step struct {
 	Why     string `json:"why"`
 	Command string `json:"command"`
@@ -111,6 +116,7 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	}
 	ns, pods := map[string]*Share{}, map[string]*Share{}
 	var ctBytes int64
+	var suspects []kubecontainer.Container
 	for _, c := range inv.Containers {
 		if c.DockerState != "" {
 			if r.Docker == nil {
@@ -126,10 +132,13 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 		add(ns, orNone(c.Namespace), c)
 		add(pods, orNone(c.Namespace)+"/"+orNone(c.Pod), c)
 		if c.State == kubecontainer.ContainerUnknown || c.DockerState == kubecontainer.DockerDead {
-			r.Suspects = append(r.Suspects, Suspect{ID: c.ID, Where: c.Namespace + "/" + c.Pod + "/" + c.Name, State: orState(c), Age: age(now, c.CreatedAt)})
+			suspects = append(suspects, c)
 		}
 	}
-	sort.Slice(r.Suspects, func(i, j int) bool { return r.Suspects[i].Age > r.Suspects[j].Age })
+	sort.SliceStable(suspects, func(i, j int) bool { return olderFirst(suspects[i].CreatedAt, suspects[j].CreatedAt) })
+	for _, c := range suspects {
+		r.Suspects = append(r.Suspects, Suspect{ID: c.ID, Where: c.Namespace + "/" + c.Pod + "/" + c.Name, State: orState(c), Age: age(now, c.CreatedAt)})
+	}
 	for _, s := range inv.Sandboxes {
 		r.Sandboxes[s.State]++
 	}
@@ -139,7 +148,7 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 			notready = append(notready, s)
 		}
 	}
-	sort.Slice(notready, func(i, j int) bool { return notready[i].CreatedAt.Before(notready[j].CreatedAt) })
+	sort.SliceStable(notready, func(i, j int) bool { return olderFirst(notready[i].CreatedAt, notready[j].CreatedAt) })
 	r.NotReadyAll = len(notready)
 	for i, s := range notready {
 		if i == th.Top {
@@ -148,21 +157,28 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 		r.NotReady = append(r.NotReady, Suspect{ID: s.ID, Where: s.Namespace + "/" + s.Pod, State: s.State, Age: age(now, s.CreatedAt)})
 	}
 
-	items := map[string]int{kubecontainer.RPCListContainers: len(inv.Containers), kubecontainer.RPCListPodSandbox: len(inv.Sandboxes)}
+	// The items of each answer: the ListContainers answer holds the
+	// kubelet's containers only, not the Docker containers it does not see.
+	items := map[string]int{kubecontainer.RPCListContainers: 0, kubecontainer.RPCListPodSandbox: len(inv.Sandboxes)}
+	for _, c := range inv.Containers {
+		if c.State != kubecontainer.ContainerDockerOnly {
+			items[kubecontainer.RPCListContainers]++
+		}
+	}
 	for _, rpc := range []string{kubecontainer.RPCListPodSandbox, kubecontainer.RPCListContainers} {
 		b, ok := inv.Payload[rpc]
 		if !ok {
 			continue
 		}
-		p := Payload{RPC: rpc, Bytes: b, LimitBytes: th.LimitBytes, Ratio: float64(b) / float64(th.LimitBytes)}
-		if n := items[rpc]; n > 0 {
-			p.MoreFit = int((th.LimitBytes - b) / (b / int64(n)))
-		}
+		p := payload(rpc, b, th.LimitBytes, items[rpc])
 		r.Payload = append(r.Payload, p)
-		if p.Ratio >= 1 {
+		switch {
+		case p.Ratio >= 1:
 			r.reason("the %s answer is %s, larger than the kubelet's %s limit: every kubelet relist and container GC fails now", rpc, size(b), size(th.LimitBytes))
-		} else if p.Ratio >= th.PayloadRatio {
+		case p.Ratio >= th.PayloadRatio && p.Items > 0:
 			r.reason("the %s answer is %.1f%% of the kubelet's %s limit (about %d more items fit)", rpc, 100*p.Ratio, size(th.LimitBytes), p.MoreFit)
+		case p.Ratio >= th.PayloadRatio:
+			r.reason("the %s answer is %.1f%% of the kubelet's %s limit", rpc, 100*p.Ratio, size(th.LimitBytes))
 		}
 	}
 	if n := r.Containers[kubecontainer.ContainerExited] + r.Containers[kubecontainer.ContainerUnknown]; n > th.ExitedContainers {
@@ -206,6 +222,29 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	}
 	r.Cleanup = cleanup(inv, r, th.LimitBytes)
 	return r
+}
+
+// payload compares one list answer with the limit. MoreFit divides what is
+// left of the limit by the average size of the answer's items, so bytes and
+// items must describe the same answer; with no items (or no bytes) there is
+// no average and MoreFit stays 0. In floats: an integer average truncates to
+// 0 whenever the items outnumber the bytes, and the division by it panicked.
+func payload(rpc string, bytes, limit int64, items int) Payload {
+	p := Payload{RPC: rpc, Bytes: bytes, LimitBytes: limit, Items: items, Ratio: float64(bytes) / float64(limit)}
+	if items > 0 && bytes > 0 {
+		fit := (float64(limit) - float64(bytes)) / (float64(bytes) / float64(items))
+		p.MoreFit = int(max(min(fit, math.MaxInt32), math.MinInt32))
+	}
+	return p
+}
+
+// olderFirst orders by creation time, oldest first; an unknown (zero) time
+// sorts last rather than as the oldest of all.
+func olderFirst(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return !a.IsZero() && b.IsZero()
+	}
+	return a.Before(b)
 }
 
 func (r *Report) reason(format string, args ...any) {
@@ -334,8 +373,8 @@ func cleanup(inv *kubecontainer.Inventory, r *Report, limit int64) []Step {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
 				Command: "docker ps -aq --filter status=dead" + batch + "docker rm -f"})
 		case len(dead) > 0:
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
-				Command: "docker rm -f " + strings.Join(dead, " ")})
+			steps = append(steps, removeByID("remove the %d dead containers (if it fails again, release the mount or file that holds them)",
+				"docker rm -f", dead, "dead containers", "docker ps -a --filter status=dead")...)
 		}
 		if len(notready) > 0 {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d sandboxes of finished pods", len(notready)),
@@ -359,16 +398,45 @@ func cleanup(inv *kubecontainer.Inventory, r *Report, limit int64) []Step {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)),
 				Command: "crictl ps -a --state unknown -q" + batch + "crictl rm -f"})
 		case len(unknown) > 0:
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)), Command: "crictl rm -f " + strings.Join(unknown, " ")})
+			steps = append(steps, removeByID("remove the %d unknown containers", "crictl rm -f", unknown, "unknown containers", "crictl ps -a --state unknown")...)
 		}
 	}
-	if len(r.NSBytes) > 0 && r.NSBytes[0].Fraction > 0.3 {
-		steps = append(steps, Step{Why: fmt.Sprintf("namespace %s holds %.0f%% of the ListContainers bytes: fix its cleanup (Job ttlSecondsAfterFinished, CronJob history limits, the crash loop)",
-			r.NSBytes[0].Name, 100*r.NSBytes[0].Fraction), Command: "kubectl -n " + r.NSBytes[0].Name + " get jobs,cronjobs,pods"})
+	if top := r.NSBytes; len(top) > 0 && top[0].Fraction > 0.3 {
+		if validNamespace(top[0].Name) {
+			steps = append(steps, Step{Why: fmt.Sprintf("namespace %s holds %.0f%% of the ListContainers bytes: fix its cleanup (Job ttlSecondsAfterFinished, CronJob history limits, the crash loop)",
+				top[0].Name, 100*top[0].Fraction), Command: "kubectl -n " + shellQuote(top[0].Name) + " get jobs,cronjobs,pods"})
+		} else {
+			steps = append(steps, Step{Why: fmt.Sprintf("namespace %q holds %.0f%% of the ListContainers bytes; %s: the kubelet did not create these containers, look at them with crictl ps -a",
+				top[0].Name, 100*top[0].Fraction, leftOut)})
+		}
 	}
 	steps = append(steps, Step{Why: "let the node take pods again once the alerts resolve", Command: "kubectl uncordon NODE"})
 	return steps
 }
+
+// removeByID removes the listed containers by ID, the valid IDs only; why
+// has a %d for their number. The others get a step of their own that says
+// they were left out and how to look at them.
+func removeByID(why, command string, ids []string, what, inspect string) []Step {
+	var valid []string
+	for _, id := range ids {
+		if validID(id) {
+			valid = append(valid, id)
+		}
+	}
+	var steps []Step
+	if len(valid) > 0 {
+		steps = append(steps, Step{Why: fmt.Sprintf(why, len(valid)), Command: command + " " + shellQuoteAll(valid)})
+	}
+	if n := len(ids) - len(valid); n > 0 {
+		steps = append(steps, Step{Why: fmt.Sprintf("%d %s have an ID that is not a valid container ID (lowercase hex), so no command names them: left out; look at them with %s", n, what, inspect)})
+	}
+	return steps
+}
+
+// leftOut is what a step without a command says of the name it would have
+// printed.
+const leftOut = "it is not a valid Kubernetes name, so no command names it"
 
 // exitedSteps removes the exited containers of a CRI runtime through lists
 // crictl can read: all at once when their list fits under the limit,
@@ -424,7 +492,7 @@ func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
 		})
 		return gs
 	}
-	nsLabel := func(ns string) string { return " --label io.kubernetes.pod.namespace=" + ns }
+	label := func(key, value string) string { return " --label " + key + "=" + shellQuote(value) }
 	var steps []Step
 	left := 0
 	for _, ns := range sorted(byNS) {
@@ -432,9 +500,15 @@ func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
 			left += ns.n
 			continue
 		}
+		if !validNamespace(ns.name) {
+			steps = append(steps, Step{Why: fmt.Sprintf("namespace %q: %s; its %d exited containers (%s) are left out (the kubelet did not create them), look at them with crictl ps -a --state exited",
+				ns.name, leftOut, ns.n, size(ns.bytes))})
+			continue
+		}
+		nsLabel := label("io.kubernetes.pod.namespace", ns.name)
 		if fits(ns.bytes) {
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of namespace %s (%s)", ns.n, ns.name, size(ns.bytes)),
-				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " -q" + batch + rm})
+				Command: "crictl ps -a --state exited" + nsLabel + " -q" + batch + rm})
 			continue
 		}
 		for _, pod := range sorted(byPod[ns.name]) {
@@ -442,8 +516,13 @@ func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
 				left += pod.n
 				continue
 			}
+			if !validPodName(pod.name) {
+				steps = append(steps, Step{Why: fmt.Sprintf("pod %q of namespace %s: %s; its %d exited containers (%s) are left out (the kubelet did not create them), look at them with crictl ps -a --state exited",
+					pod.name, ns.name, leftOut, pod.n, size(pod.bytes))})
+				continue
+			}
 			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of pod %s/%s (%s)", pod.n, ns.name, pod.name, size(pod.bytes)),
-				Command: "crictl ps -a --state exited" + nsLabel(ns.name) + " --label io.kubernetes.pod.name=" + pod.name + " -q" + batch + rm})
+				Command: "crictl ps -a --state exited" + nsLabel + label("io.kubernetes.pod.name", pod.name) + " -q" + batch + rm})
 		}
 	}
 	steps[0].Why = fmt.Sprintf("the %d exited containers list to %s, too large for crictl to read at once (its limit is the kubelet's): ", exited, size(total)) + steps[0].Why
@@ -454,7 +533,8 @@ func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
 	return steps
 }
 
-// JSON writes the report as indented JSON.
+// JSON writes the report as indented JSON. Names are as the runtime gave
+// them: encoding/json escapes controls and writes invalid UTF-8 as U+FFFD.
 func (r *Report) JSON(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
@@ -462,8 +542,10 @@ func (r *Report) JSON(w io.Writer) error {
 }
 
 // Text writes the report for a person.
+// Every line goes through printable: names, reasons and errors come from the
+// runtime and must not reach the terminal as escapes or controls.
 func (r *Report) Text(w io.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p := func(format string, a ...any) { fmt.Fprintln(w, printable(fmt.Sprintf(format, a...))) }
 	p("pleg_exporter diagnose: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
 	p("")
 	if r.AtRisk {
@@ -490,7 +572,11 @@ func (r *Report) Text(w io.Writer) {
 	}
 	p("Sandboxes   %s", states(r.Sandboxes, kubecontainer.SandboxStates))
 	for _, pl := range r.Payload {
-		p("Payload     %-15s %10s  %5.1f%% of %s  (~%d more items fit)", pl.RPC, size(pl.Bytes), 100*pl.Ratio, size(pl.LimitBytes), max(pl.MoreFit, 0))
+		fit := "(no items)"
+		if pl.Items > 0 {
+			fit = fmt.Sprintf("(~%d more items fit)", max(pl.MoreFit, 0))
+		}
+		p("Payload     %-15s %10s  %5.1f%% of %s  %s", pl.RPC, size(pl.Bytes), 100*pl.Ratio, size(pl.LimitBytes), fit)
 	}
 	table := func(title string, rows []Share) {
 		if len(rows) == 0 {
@@ -517,7 +603,7 @@ func (r *Report) Text(w io.Writer) {
 			p("  %-13s %-60s %-24s %s", short(s.ID), s.Where, s.State, s.Age)
 		}
 	}
-	suspects("Unknown or dead containers", r.Suspects[:min(len(r.Suspects), 20)], len(r.Suspects))
+	suspects("Unknown or dead containers, oldest first", r.Suspects[:min(len(r.Suspects), 20)], len(r.Suspects))
 	suspects("Notready sandboxes, oldest first", r.NotReady, r.NotReadyAll)
 	if len(r.Probes) > 0 {
 		p("")
@@ -530,7 +616,9 @@ func (r *Report) Text(w io.Writer) {
 	p("Cleanup")
 	for i, s := range r.Cleanup {
 		p("  %d. %s", i+1, s.Why)
-		p("     %s", s.Command)
+		if s.Command != "" {
+			p("     %s", s.Command)
+		}
 		if s.Warning != "" {
 			p("     WARNING: %s", s.Warning)
 		}

@@ -1,0 +1,82 @@
+package diagnose
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+)
+
+func TestPrintable(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"batch-jobs", "batch-jobs"},
+		{"naïve-日本", "naïve-日本"},
+		{"\x1b[2J\x1b]0;owned\x07", `\x1b[2J\x1b]0;owned\x07`},
+		{"a\nb\tc\r", `a\x0ab\x09c\x0d`},
+		{"bad\xff\xfe", `bad\xff\xfe`},
+		{"\u009b31m", `\u009b31m`},
+		{"a\u202eb\u2066", `a\u202eb\u2066`},
+		{"del\x7f", `del\x7f`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"real \ufffd stays", "real \ufffd stays"},
+		{"\x00", `\x00`},
+	} {
+		if got := printable(tc.in); got != tc.want {
+			t.Errorf("printable(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// shellQuote hands sh back exactly the value, whatever it holds (but NUL,
+// which no argument can).
+func TestShellQuote(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, v := range append([]string{"'", "''", `\'`, "a'b'c", "'$(id)'"}, hostile...) {
+		out, err := exec.Command(sh, "-c", "printf %s "+shellQuote(v)).Output()
+		if err != nil || string(out) != v {
+			t.Errorf("sh reads %s as %q (%v), want %q", shellQuote(v), out, err, v)
+		}
+		if words, err := shellWords("x " + shellQuote(v)); err != nil || len(words) != 2 || words[1].text != v || !words[1].quoted {
+			t.Errorf("shellWords(%s) = %+v, %v", shellQuote(v), words, err)
+		}
+	}
+}
+
+func TestValidNames(t *testing.T) {
+	for _, tc := range []struct {
+		s           string
+		ns, pod, id bool
+	}{
+		{s: "default", ns: true, pod: true},
+		{s: "kube-system", ns: true, pod: true},
+		{s: "web-7f9c.example", pod: true},
+		{s: "0123abcdef", ns: true, pod: true, id: true},
+		{s: strings.Repeat("z", 63), ns: true, pod: true},
+		{s: strings.Repeat("z", 64), pod: true},
+		{s: strings.Repeat("z", 254)},
+		{s: ""},
+		{s: "-n"},
+		{s: "a-"},
+		{s: "Upper"},
+		{s: "a_b"},
+		{s: "ABCDEF"},
+		{s: "a b"},
+		{s: "a;b"},
+		{s: "a\nb"},
+		{s: kubecontainer.NoNamespace},
+	} {
+		if got := validNamespace(tc.s); got != tc.ns {
+			t.Errorf("validNamespace(%q) = %v", tc.s, got)
+		}
+		if got := validPodName(tc.s); got != tc.pod {
+			t.Errorf("validPodName(%q) = %v", tc.s, got)
+		}
+		if got := validID(tc.s); got != tc.id {
+			t.Errorf("validID(%q) = %v", tc.s, got)
+		}
+	}
+}
