@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,13 +54,43 @@ func freeAddr(t *testing.T) string {
 type exporter struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *syncBuffer
 	done   chan error
+}
+
+// syncBuffer is the exporter's stderr, read by the test while the process
+// still writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitLog waits until the log holds want n times, and returns the count.
+func (e *exporter) waitLog(want string, n int) int {
+	var got int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got = strings.Count(e.stderr.String(), want); got >= n {
+			break
+		}
+	}
+	return got
 }
 
 func startExporter(t *testing.T, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	e := &exporter{addr: freeAddr(t), stderr: &syncBuffer{}, done: make(chan error, 1)}
 	e.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + e.addr}, args...)...)
 	e.cmd.Stderr = e.stderr
 	if err := e.cmd.Start(); err != nil {
@@ -288,7 +319,7 @@ func TestListenAddressBothFamilies(t *testing.T) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		e := &exporter{addr: net.JoinHostPort(host, fmt.Sprint(port)), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+		e := &exporter{addr: net.JoinHostPort(host, fmt.Sprint(port)), stderr: &syncBuffer{}, done: make(chan error, 1)}
 		e.cmd = exec.Command(binary, fmt.Sprintf("--web.listen-address=[%s]:%d", host, port),
 			"--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"))
 		e.cmd.Stderr = e.stderr
@@ -439,11 +470,11 @@ func TestHealthyFailsOnStaleSocketMount(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "stale") || !strings.Contains(body, mounted) {
 		t.Fatalf("after the restart: %d %q, want 503 naming the stale socket", code, body)
 	}
-	if n := strings.Count(e.stderr.String(), "stale"); n != 1 {
+	if n := e.waitLog("stale", 1); n != 1 {
 		t.Errorf("logged the stale socket %d times, want once", n)
 	}
 	e.get(t, "/-/healthy")
-	if n := strings.Count(e.stderr.String(), "stale"); n != 1 {
+	if n := e.waitLog("stale", 2); n != 1 {
 		t.Errorf("logged the stale socket %d times after two probes, want once", n)
 	}
 }
