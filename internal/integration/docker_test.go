@@ -301,15 +301,18 @@ func TestDockerReadOnly(t *testing.T) {
 	if err != nil || len(before) == 0 {
 		t.Fatalf("no containers to protect: %v", err)
 	}
-	id := before[0].ID
-	if err := client.API().ContainerRemove(c, id, container.RemoveOptions{Force: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
-		t.Errorf("remove through the exporter's client: %v", err)
+	// The exporter keeps the moby client behind a read-only interface and
+	// no longer hands it out: runtime/docker's TestReadOnlyAgainstDockerd
+	// attacks the client underneath (attach, exec, upgrades, writes). Here:
+	// everything the exporter's client does leaves the daemon as it was.
+	if _, err := client.Info(c); err != nil {
+		t.Errorf("info through the exporter's client: %v", err)
 	}
-	if err := client.API().ContainerStop(c, id, container.StopOptions{}); err == nil || !strings.Contains(err.Error(), "read-only") {
-		t.Errorf("stop through the exporter's client: %v", err)
+	if snap := client.Relist(c); snap.Err != nil {
+		t.Errorf("relist through the exporter's client: %v", snap.Err)
 	}
-	if _, err := client.API().ContainersPrune(c, filtersNone()); err == nil {
-		t.Error("prune through the exporter's client was allowed")
+	if _, err := client.Inventory(c); err != nil {
+		t.Errorf("inventory through the exporter's client: %v", err)
 	}
 	after, err := dockerd.API.ContainerList(c, container.ListOptions{All: true})
 	if err != nil || len(after) != len(before) {

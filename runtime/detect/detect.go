@@ -144,7 +144,7 @@ func open(cfg Config, c Candidate) (kubecontainer.Runtime, error) {
 }
 
 func (cfg Config) docker(host string) docker.Config {
-	return docker.Config{Host: host, Timeout: cfg.Timeout, Logger: cfg.Logger, ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout}
+	return docker.Config{Host: host, Timeout: cfg.Timeout, MaxBytes: int64(cfg.MaxRecvBytes), Logger: cfg.Logger, ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout}
 }
 
 func socketExists(endpoint string) bool {

@@ -77,3 +77,11 @@ func TestExplicitDockerSocketMeansDocker(t *testing.T) {
 		t.Error("docker.sock endpoint not treated as the Docker API")
 	}
 }
+
+// The Docker client reads its answers under the same receive limit as the
+// CRI client (--runtime.max-recv-bytes).
+func TestDockerGetsTheReceiveLimit(t *testing.T) {
+	if got := (Config{MaxRecvBytes: 12345}).docker("unix:///var/run/docker.sock").MaxBytes; got != 12345 {
+		t.Errorf("docker MaxBytes = %d, want 12345", got)
+	}
+}

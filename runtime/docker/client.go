@@ -6,10 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/sockets"
@@ -17,27 +23,55 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
+// DefaultMaxBytes bounds a Docker answer when Config.MaxBytes is not set:
+// the default of --runtime.max-recv-bytes.
+const DefaultMaxBytes = 256 << 20
+
 // Config configures a Docker client.
 type Config struct {
 	Host    string        // unix:///var/run/docker.sock
 	Timeout time.Duration // deadline of each call
-	Logger  *slog.Logger
+	// MaxBytes bounds the body of every answer, the container list's above
+	// all (--runtime.max-recv-bytes, as the CRI client's receive limit); 0
+	// means DefaultMaxBytes.
+	MaxBytes int64
+	Logger   *slog.Logger
 	// ProbeMax and ProbeTimeout bound the inspect calls of Inventory: at
 	// most ProbeMax suspects, each within ProbeTimeout.
 	ProbeMax     int
 	ProbeTimeout time.Duration
 }
 
-// Client lists containers through the Docker API, GET requests only.
+// engine is all of the Docker Engine API the exporter calls. Nothing else of
+// the moby client is reachable from the rest of the package, and the client
+// behind it is guarded besides (readonly.go), so a call added here by
+// mistake still cannot change the daemon.
+type engine interface {
+	ServerVersion(ctx context.Context) (types.Version, error)
+	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	NegotiateAPIVersion(ctx context.Context)
+	ClientVersion() string
+	Close() error
+}
+
+// Client lists containers through the Docker API, plain GET requests only.
 type Client struct {
 	cfg Config
-	api *client.Client
+	api engine
+	// The container list is read with http, the client under api, so that
+	// it can be decoded as it streams in; moby decodes a whole answer.
+	http       *http.Client
+	listURL    url.URL // without the API version
+	negotiated atomic.Bool
 }
 
 // New prepares a client; it does not connect.
 func New(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	u, err := client.ParseHostURL(cfg.Host)
 	if err != nil {
@@ -47,21 +81,31 @@ func New(cfg Config) (*Client, error) {
 	if err := sockets.ConfigureTransport(tr, u.Scheme, u.Host); err != nil {
 		return nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
 	}
+	// moby's hijacking calls dial through tr.DialContext because tr is an
+	// *http.Transport without a TLS config (client.Client.dialer); wrapped in
+	// anything else, they would dial the socket themselves.
+	tr.DialContext = guardDial(tr.DialContext)
+	hc := &http.Client{Transport: tr}
 	api, err := client.NewClientWithOpts(
 		client.WithHost(cfg.Host),
-		// Replaces the default client after WithHost set the address: every
-		// request goes through the read-only transport.
-		client.WithHTTPClient(&http.Client{Transport: readOnlyTransport{next: tr}}),
+		// Replaces the default client after WithHost set the address.
+		client.WithHTTPClient(hc),
 		client.WithAPIVersionNegotiation(),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
 	}
-	return &Client{cfg: cfg, api: api}, nil
+	// moby has kept tr as its base transport and wrapped hc's in its tracing
+	// transport; wrap that in turn, so that every request is checked first
+	// and refused with a clear error.
+	hc.Transport = readOnlyTransport{next: hc.Transport, maxBytes: cfg.MaxBytes}
+	host := u.Host
+	if u.Scheme == "unix" || u.Scheme == "npipe" {
+		host = client.DummyHost
+	}
+	return &Client{cfg: cfg, api: api, http: hc,
+		listURL: url.URL{Scheme: "http", Host: host, Path: u.Path, RawQuery: "all=1"}}, nil
 }
-
-// API exposes the underlying client (tests use it to prove the allow-list).
-func (c *Client) API() *client.Client { return c.api }
 
 // Close releases idle connections.
 func (c *Client) Close() error { return c.api.Close() }
@@ -93,32 +137,78 @@ type View struct {
 }
 
 // list lists every container once (GET /containers/json?all=1), the one
-// call every Docker path reads the node through.
-func (c *Client) list(ctx context.Context) ([]container.Summary, time.Duration, error) {
+// call every Docker path reads the node through, and hands fn each
+// container, converted, as it is decoded: neither the answer nor the list is
+// ever held whole. The duration covers the call, the decoding and the
+// conversion, as cri-dockerd's list covers its Docker call and conversion.
+func (c *Client) list(ctx context.Context, fn func(*Entry)) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	list, err := c.api.ContainerList(ctx, container.ListOptions{All: true})
+	err := c.streamList(ctx, fn)
 	d := time.Since(start)
 	if err != nil {
-		return nil, d, classify(fmt.Errorf("list containers on docker at %s: %w", c.cfg.Host, err))
+		return d, classify(fmt.Errorf("list containers on docker at %s: %w", c.cfg.Host, err))
 	}
-	return list, d, nil
+	return d, nil
+}
+
+func (c *Client) streamList(ctx context.Context, fn func(*Entry)) error {
+	// What moby does before its first call, done again after a failure: the
+	// daemon may have been replaced by an older one. A failed ping leaves the
+	// version as it was, and the list below says why.
+	if !c.negotiated.Load() {
+		c.api.NegotiateAPIVersion(ctx)
+	}
+	err := c.get(ctx, fn)
+	c.negotiated.Store(err == nil)
+	return err
+}
+
+func (c *Client) get(ctx context.Context, fn func(*Entry)) error {
+	u := c.listURL
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/v" + strings.TrimPrefix(c.api.ClientVersion(), "v") + "/containers/json"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return decodeList(resp.Body, func(s *Summary) {
+		e := convert(s)
+		fn(&e)
+	})
 }
 
 // List lists every container once and aggregates both views.
 func (c *Client) List(ctx context.Context) (*View, error) {
-	list, d, err := c.list(ctx)
+	v := newView()
+	d, err := c.list(ctx, v.add)
 	if err != nil {
 		return nil, err
 	}
-	v := Summarize(list)
 	v.ListDuration = d
 	return v, nil
 }
 
 // Summarize aggregates a Docker container list into both views.
-func Summarize(list []container.Summary) *View {
+func Summarize(list []Summary) *View {
+	v := newView()
+	for i := range list {
+		e := convert(&list[i])
+		v.add(&e)
+	}
+	return v
+}
+
+func newView() *View {
 	v := &View{Docker: map[string]int{}, Containers: map[string]int{}, Sandboxes: map[string]int{}}
 	for _, s := range kubecontainer.DockerStates {
 		v.Docker[s] = 0
@@ -129,21 +219,23 @@ func Summarize(list []container.Summary) *View {
 	for _, s := range kubecontainer.SandboxStates {
 		v.Sandboxes[s] = 0
 	}
-	eachCRI(list, func(e *Entry) {
-		v.ContainersListed++
-		v.Docker[string(e.Docker.State)]++
-		switch {
-		case e.Unconvertible:
-			v.Unconvertible++
-		case e.Container != nil:
-			v.Containers[kubecontainer.ContainerStateName(e.Container.GetState())]++
-			v.ContainersBytes += e.Bytes
-		case e.Sandbox != nil:
-			v.Sandboxes[kubecontainer.SandboxStateName(e.Sandbox.GetState())]++
-			v.SandboxesBytes += e.Bytes
-		}
-	})
 	return v
+}
+
+// add counts one container in both views.
+func (v *View) add(e *Entry) {
+	v.ContainersListed++
+	v.Docker[e.Docker.State]++
+	switch {
+	case e.Unconvertible:
+		v.Unconvertible++
+	case e.Container != nil:
+		v.Containers[kubecontainer.ContainerStateName(e.Container.GetState())]++
+		v.ContainersBytes += e.Bytes
+	case e.Sandbox != nil:
+		v.Sandboxes[kubecontainer.SandboxStateName(e.Sandbox.GetState())]++
+		v.SandboxesBytes += e.Bytes
+	}
 }
 
 // Relist makes the Docker API stand in for the kubelet's CRI lists. The
@@ -181,6 +273,8 @@ func (e *codedError) Code() string  { return e.code }
 func classify(err error) error {
 	code := "Unknown"
 	var na *ErrNotAllowed
+	var large *TooLargeError
+	var dial *net.OpError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		code = "DeadlineExceeded"
@@ -188,7 +282,9 @@ func classify(err error) error {
 		code = "Canceled"
 	case errors.As(err, &na):
 		code = na.Code()
-	case client.IsErrConnectionFailed(err):
+	case errors.As(err, &large):
+		code = large.Code()
+	case client.IsErrConnectionFailed(err), errors.As(err, &dial) && dial.Op == "dial":
 		code = "Unavailable"
 	}
 	return &codedError{err: err, code: code}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
@@ -124,7 +123,7 @@ const (
 )
 
 // KindOf classifies a container by cri-dockerd's type label.
-func KindOf(c *container.Summary) Kind {
+func KindOf(c *Summary) Kind {
 	switch c.Labels[typeLabel] {
 	case typeContainer:
 		return KindContainer
@@ -135,7 +134,7 @@ func KindOf(c *container.Summary) Kind {
 }
 
 // ToCRIContainer builds the message cri-dockerd would send for c.
-func ToCRIContainer(c *container.Summary) (*runtimeapi.Container, error) {
+func ToCRIContainer(c *Summary) (*runtimeapi.Container, error) {
 	if len(c.Names) == 0 {
 		return nil, fmt.Errorf("container %s has no name", c.ID)
 	}
@@ -158,7 +157,7 @@ func ToCRIContainer(c *container.Summary) (*runtimeapi.Container, error) {
 }
 
 // ToCRISandbox builds the message cri-dockerd would send for sandbox c.
-func ToCRISandbox(c *container.Summary) (*runtimeapi.PodSandbox, error) {
+func ToCRISandbox(c *Summary) (*runtimeapi.PodSandbox, error) {
 	if len(c.Names) == 0 {
 		return nil, fmt.Errorf("sandbox %s has no name", c.ID)
 	}
@@ -181,34 +180,31 @@ func ToCRISandbox(c *container.Summary) (*runtimeapi.PodSandbox, error) {
 // container, a CRI sandbox, or nothing (not the kubelet's, or a name it
 // cannot parse, which it skips).
 type Entry struct {
-	Docker        *container.Summary
+	Docker        *Summary // reused for the next container once the entry is handled
 	Container     *runtimeapi.Container
 	Sandbox       *runtimeapi.PodSandbox
 	Unconvertible bool  // kubernetes-labelled, but cri-dockerd cannot parse it
 	Bytes         int64 // what it adds to the CRI list answer
 }
 
-// eachCRI converts a Docker container list the way cri-dockerd would for
-// the kubelet's two list calls, one container at a time: every Docker path
-// reads the list through it, and no converted message outlives its call.
-func eachCRI(list []container.Summary, fn func(*Entry)) {
-	for i := range list {
-		d := &list[i]
-		e := Entry{Docker: d}
-		switch KindOf(d) {
-		case KindContainer:
-			m, err := ToCRIContainer(d)
-			if err == nil {
-				e.Container, e.Bytes = m, kubecontainer.ListItemSize(m)
-			}
-			e.Unconvertible = err != nil
-		case KindSandbox:
-			m, err := ToCRISandbox(d)
-			if err == nil {
-				e.Sandbox, e.Bytes = m, kubecontainer.ListItemSize(m)
-			}
-			e.Unconvertible = err != nil
+// convert makes of one Docker container what cri-dockerd would for the
+// kubelet's two list calls. Every Docker path reads the list through it, one
+// container at a time, and no converted message outlives its entry.
+func convert(d *Summary) Entry {
+	e := Entry{Docker: d}
+	switch KindOf(d) {
+	case KindContainer:
+		m, err := ToCRIContainer(d)
+		if err == nil {
+			e.Container, e.Bytes = m, kubecontainer.ListItemSize(m)
 		}
-		fn(&e)
+		e.Unconvertible = err != nil
+	case KindSandbox:
+		m, err := ToCRISandbox(d)
+		if err == nil {
+			e.Sandbox, e.Bytes = m, kubecontainer.ListItemSize(m)
+		}
+		e.Unconvertible = err != nil
 	}
+	return e
 }

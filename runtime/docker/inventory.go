@@ -17,15 +17,11 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 	if err != nil {
 		return nil, err
 	}
-	list, _, err := c.list(ctx)
-	if err != nil {
-		return nil, err
-	}
 	inv := &kubecontainer.Inventory{Info: info, View: kubecontainer.ViewDocker, Payload: map[string]int64{
 		kubecontainer.RPCListContainers: 0, kubecontainer.RPCListPodSandbox: 0,
 	}}
 	var suspects []string
-	eachCRI(list, func(e *Entry) {
+	_, err = c.list(ctx, func(e *Entry) {
 		d := e.Docker
 		created := time.Unix(d.Created, 0)
 		if m := e.Sandbox; m != nil {
@@ -35,7 +31,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 		} else if KindOf(d) != KindSandbox {
 			// Not the kubelet's (or a name cri-dockerd skips): Docker state
 			// only, outside the CRI counts.
-			ct := kubecontainer.Container{ID: d.ID, DockerState: string(d.State), CreatedAt: created, State: kubecontainer.ContainerDockerOnly}
+			ct := kubecontainer.Container{ID: d.ID, DockerState: d.State, CreatedAt: created, State: kubecontainer.ContainerDockerOnly}
 			if len(d.Names) > 0 {
 				ct.Name = d.Names[0]
 			}
@@ -46,11 +42,14 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 			}
 			inv.Containers = append(inv.Containers, ct)
 		}
-		switch string(d.State) {
+		switch d.State {
 		case kubecontainer.DockerDead, kubecontainer.DockerRemoving, kubecontainer.DockerRestarting:
 			suspects = append(suspects, d.ID)
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	for i, id := range suspects {
 		if i == c.cfg.ProbeMax {
 			break

@@ -1,34 +1,229 @@
 package docker
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 )
 
-// readOnlyTransport lets only GET and HEAD requests leave the process, so no
-// code path of the exporter can create, stop or remove a container.
-type readOnlyTransport struct {
-	next http.RoundTripper
-}
+// The exporter must not be able to change the daemon it watches, whatever
+// code path of the moby client a future change reaches. Two guards see to it:
+//
+//   - readOnlyTransport, around every request of the http.Client, refuses
+//     with a clear ErrNotAllowed anything but a plain GET or HEAD, and bounds
+//     every answer's body;
+//   - readOnlyConn, around every connection the http.Transport dials, reads
+//     each request head before a byte of it reaches the socket and closes the
+//     connection on anything but a plain GET or HEAD. moby's hijacked calls
+//     (attach, exec start, DialHijack) do not go through the http.Client: they
+//     dial through the *http.Transport's DialContext and write the request
+//     themselves (client/hijack.go, Client.dialer), so only this guard sees
+//     them.
 
 // ErrNotAllowed is returned for any request that could change the daemon.
 type ErrNotAllowed struct {
 	Method, Path string
+	Reason       string // what besides the method made it a write; empty for the method
 }
 
 func (e *ErrNotAllowed) Error() string {
-	return fmt.Sprintf("pleg_exporter is read-only: %s %s is not allowed and was not sent", e.Method, e.Path)
+	why := ""
+	if e.Reason != "" {
+		why = " (" + e.Reason + ")"
+	}
+	return fmt.Sprintf("pleg_exporter is read-only: %s %s is not allowed%s and was not sent", e.Method, e.Path, why)
 }
 
 // Code classifies the refusal for pleg_relist_errors_total.
 func (e *ErrNotAllowed) Code() string { return "PermissionDenied" }
 
+// TooLargeError is an answer the exporter stopped reading at its receive
+// limit (--runtime.max-recv-bytes), the Docker counterpart of the CRI
+// client's gRPC limit.
+type TooLargeError struct {
+	Path  string
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("answer to GET %s is larger than the receive limit of %d bytes (--runtime.max-recv-bytes); stopped reading it", e.Path, e.Limit)
+}
+
+// Code classifies the error for pleg_relist_errors_total as the CRI path
+// does an answer over its gRPC limit.
+func (e *TooLargeError) Code() string { return "ResourceExhausted" }
+
+// refuse says why a request may not leave the process, or nil. It is the one
+// rule both guards apply: GET or HEAD, no body, no protocol upgrade.
+func refuse(method, path string, h http.Header, contentLength int64, chunked bool) error {
+	na := &ErrNotAllowed{Method: method, Path: path}
+	switch {
+	case method != http.MethodGet && method != http.MethodHead:
+		return na
+	case len(h.Values("Upgrade")) > 0:
+		na.Reason = "protocol upgrade"
+	case upgradeToken(h.Values("Connection")):
+		na.Reason = "connection upgrade"
+	case contentLength != 0 || chunked:
+		na.Reason = "request body"
+	default:
+		return nil
+	}
+	return na
+}
+
+// upgradeToken reports whether a Connection header asks for an upgrade. It
+// matches the word anywhere, more than the token rule: refusing too much is
+// the safe side.
+func upgradeToken(values []string) bool {
+	for _, v := range values {
+		if strings.Contains(strings.ToLower(v), "upgrade") {
+			return true
+		}
+	}
+	return false
+}
+
+// readOnlyTransport lets only plain GET and HEAD requests leave the process
+// and stops reading any answer past maxBytes.
+type readOnlyTransport struct {
+	next     http.RoundTripper
+	maxBytes int64
+}
+
 func (t readOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	length := req.ContentLength
+	if hasBody && length == 0 {
+		length = -1 // unknown length: a body all the same
+	}
+	if err := refuse(req.Method, req.URL.Path, req.Header, length, len(req.TransferEncoding) > 0); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, &ErrNotAllowed{Method: req.Method, Path: req.URL.Path}
+		return nil, err
 	}
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	tooLarge := &TooLargeError{Path: req.URL.Path, Limit: t.maxBytes}
+	if resp.ContentLength > t.maxBytes {
+		resp.Body.Close()
+		return nil, tooLarge
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.maxBytes, err: tooLarge}
+	return resp, nil
+}
+
+// cappedBody fails a read that goes past the limit, so no caller (moby's
+// whole-answer decoders included) can be made to hold more than the limit.
+type cappedBody struct {
+	io.ReadCloser
+	left int64 // bytes still allowed
+	err  error
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.err
+	}
+	// One byte more than allowed tells a body of exactly the limit from a
+	// larger one.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n - 1, b.err
+	}
+	return n, err
+}
+
+// maxHead bounds the request head readOnlyConn holds while it decides; the
+// exporter's requests are a few hundred bytes.
+const maxHead = 64 << 10
+
+// guardDial wraps a dialer so that every connection it makes is a
+// readOnlyConn.
+func guardDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &readOnlyConn{Conn: conn}, nil
+	}
+}
+
+// readOnlyConn holds what is written to it until a whole request head has
+// arrived, then sends the head if it is a plain GET or HEAD, and otherwise
+// closes the connection without having sent a byte of it. The requests it
+// lets through carry no body, so the byte stream is nothing but heads, each
+// one checked. It embeds the net.Conn interface, not the concrete
+// connection, so that no other way of writing (io.ReaderFrom's splice,
+// CloseWrite) is promoted past Write.
+type readOnlyConn struct {
+	net.Conn
+	mu      sync.Mutex
+	pending []byte // the head being written, not yet sent
+	err     error  // the refusal that closed the connection
+}
+
+func (c *readOnlyConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.pending = append(c.pending, p...)
+	for {
+		end := bytes.Index(c.pending, []byte("\r\n\r\n"))
+		if end < 0 {
+			if len(c.pending) > maxHead {
+				return 0, c.fail(&ErrNotAllowed{Method: "?", Path: "?", Reason: "request head over " + strconv.Itoa(maxHead) + " bytes"})
+			}
+			return len(p), nil
+		}
+		head := c.pending[:end+4]
+		if err := checkHead(head); err != nil {
+			return 0, c.fail(err)
+		}
+		if _, err := c.Conn.Write(head); err != nil {
+			c.pending = nil
+			return 0, err
+		}
+		c.pending = c.pending[end+4:]
+		if len(c.pending) == 0 {
+			c.pending = nil
+			return len(p), nil
+		}
+	}
+}
+
+// fail closes the connection for good: nothing pending is sent.
+func (c *readOnlyConn) fail(err error) error {
+	c.err, c.pending = err, nil
+	c.Conn.Close()
+	return err
+}
+
+// checkHead parses one request head with the same parser the daemon's Go
+// HTTP server uses and applies the read-only rule to it.
+func checkHead(head []byte) error {
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
+	if err != nil {
+		method, path, _ := strings.Cut(string(head[:min(len(head), 64)]), " ")
+		path, _, _ = strings.Cut(path, " ")
+		return &ErrNotAllowed{Method: method, Path: path, Reason: "malformed request: " + err.Error()}
+	}
+	return refuse(req.Method, req.URL.Path, req.Header, req.ContentLength, len(req.TransferEncoding) > 0)
 }

@@ -1,0 +1,132 @@
+package docker
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// recordingConn is the socket under a readOnlyConn: it keeps what reached it.
+type recordingConn struct {
+	net.Conn // nil: only Write and Close are called
+	sent     bytes.Buffer
+	closed   bool
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) { return c.sent.Write(p) }
+func (c *recordingConn) Close() error                { c.closed = true; return nil }
+
+const okHead = "GET /v1.41/containers/json?all=1 HTTP/1.1\r\nHost: api.moby.localhost\r\nUser-Agent: Go-http-client/1.1\r\n\r\n"
+
+func TestReadOnlyConn(t *testing.T) {
+	for name, tc := range map[string]struct {
+		writes []string
+		sent   string // what must reach the socket
+		refuse bool
+	}{
+		"GET":                 {writes: []string{okHead}, sent: okHead},
+		"HEAD":                {writes: []string{"HEAD /_ping HTTP/1.1\r\nHost: x\r\n\r\n"}, sent: "HEAD /_ping HTTP/1.1\r\nHost: x\r\n\r\n"},
+		"head split in bytes": {writes: strings.Split(okHead, ""), sent: okHead},
+		"two GETs pipelined":  {writes: []string{okHead + okHead}, sent: okHead + okHead},
+		"partial head only":   {writes: []string{"GET /version HTTP/1.1\r\nHost: x\r\n"}, sent: ""},
+		"GET then POST in one write": {writes: []string{okHead + "POST /containers/x/kill HTTP/1.1\r\nHost: x\r\n\r\n"},
+			sent: okHead, refuse: true},
+		"POST":              {writes: []string{"POST /containers/x/kill HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"}, refuse: true},
+		"DELETE":            {writes: []string{"DELETE /containers/x HTTP/1.1\r\nHost: x\r\n\r\n"}, refuse: true},
+		"lower-case method": {writes: []string{"get /version HTTP/1.1\r\nHost: x\r\n\r\n"}, refuse: true},
+		"GET with Upgrade":  {writes: []string{"GET /containers/x/attach/ws HTTP/1.1\r\nHost: x\r\nupgrade: websocket\r\n\r\n"}, refuse: true},
+		"GET with Connection: keep-alive, Upgrade": {writes: []string{"GET /version HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\n\r\n"}, refuse: true},
+		"GET with a body":                          {writes: []string{"GET /version HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nPOST"}, refuse: true},
+		"GET chunked":                              {writes: []string{"GET /version HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}, refuse: true},
+		"HTTP/2 preface":                           {writes: []string{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}, refuse: true},
+		"not HTTP":                                 {writes: []string{"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n"}, refuse: true},
+		"leading blank line":                       {writes: []string{"\r\n" + okHead}, refuse: true},
+		"head over the bound":                      {writes: []string{"GET /version HTTP/1.1\r\nX: " + strings.Repeat("a", maxHead)}, refuse: true},
+		"POST in small pieces":                     {writes: strings.Split("POST /containers/x/stop HTTP/1.1\r\nHost: x\r\n\r\n", ""), refuse: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recordingConn{}
+			c := &readOnlyConn{Conn: rec}
+			var err error
+			for _, w := range tc.writes {
+				var n int
+				if n, err = c.Write([]byte(w)); err != nil {
+					break
+				}
+				if n != len(w) {
+					t.Fatalf("wrote %d of %d bytes without an error", n, len(w))
+				}
+			}
+			var na *ErrNotAllowed
+			if tc.refuse != errors.As(err, &na) {
+				t.Fatalf("err = %v, refuse = %v", err, tc.refuse)
+			}
+			if got := rec.sent.String(); got != tc.sent {
+				t.Errorf("sent %q, want %q", got, tc.sent)
+			}
+			if tc.refuse {
+				if !rec.closed {
+					t.Error("connection left open after a refusal")
+				}
+				if _, err := c.Write([]byte(okHead)); err == nil || rec.sent.String() != tc.sent {
+					t.Error("a refused connection took another request")
+				}
+			}
+		})
+	}
+}
+
+func TestReadOnlyTransport(t *testing.T) {
+	sent := 0
+	tr := readOnlyTransport{maxBytes: 1 << 20, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	})}
+	req := func(method string, body io.Reader, h ...string) *http.Request {
+		r, _ := http.NewRequest(method, "http://"+"api.moby.localhost/v1.41/containers/x/json", body)
+		for i := 0; i < len(h); i += 2 {
+			r.Header.Set(h[i], h[i+1])
+		}
+		return r
+	}
+	for name, r := range map[string]*http.Request{
+		"POST":               req(http.MethodPost, nil),
+		"PUT with a body":    req(http.MethodPut, strings.NewReader("{}")),
+		"GET with a body":    req(http.MethodGet, strings.NewReader("{}")),
+		"GET with Upgrade":   req(http.MethodGet, nil, "Upgrade", "tcp"),
+		"Connection upgrade": req(http.MethodGet, nil, "Connection", "upgrade"),
+	} {
+		var na *ErrNotAllowed
+		if _, err := tr.RoundTrip(r); !errors.As(err, &na) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d refused requests were passed on", sent)
+	}
+	if _, err := tr.RoundTrip(req(http.MethodGet, nil)); err != nil || sent != 1 {
+		t.Errorf("plain GET: %v", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestCappedBody(t *testing.T) {
+	tooLarge := &TooLargeError{Path: "/containers/json", Limit: 10}
+	for size, ok := range map[int]bool{0: true, 9: true, 10: true, 11: false, 1 << 20: false} {
+		b := &cappedBody{ReadCloser: io.NopCloser(bytes.NewReader(make([]byte, size))), left: 10, err: tooLarge}
+		got, err := io.ReadAll(b)
+		if ok && (err != nil || len(got) != size) {
+			t.Errorf("%d bytes: read %d, %v", size, len(got), err)
+		}
+		if !ok && (!errors.Is(err, tooLarge) || len(got) > 10) {
+			t.Errorf("%d bytes: read %d, %v; want the limit's error after at most 10", size, len(got), err)
+		}
+	}
+}
