@@ -63,7 +63,7 @@ var (
 			Default("3m").Duration()
 	grpcLimit = kingpin.Flag("pleg.grpc-limit-bytes", "The kubelet's gRPC receive limit that list answers are compared against.").
 			Default("16777216").Int64()
-	maxRecv = kingpin.Flag("runtime.max-recv-bytes", "The exporter's own gRPC receive limit, far above the kubelet's so answers past 16 MiB are still measured.").
+	maxRecv = kingpin.Flag("runtime.max-recv-bytes", "The exporter's own receive limit for one runtime answer (a gRPC message, a Docker container list), far above the kubelet's so answers past 16 MiB are still measured.").
 		Default("268435456").Int()
 	metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
 			Default("/metrics").String()
