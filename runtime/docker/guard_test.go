@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -47,6 +48,10 @@ func TestReadOnlyConn(t *testing.T) {
 		"leading blank line":                       {writes: []string{"\r\n" + okHead}, refuse: true},
 		"head over the bound":                      {writes: []string{"GET /version HTTP/1.1\r\nX: " + strings.Repeat("a", maxHead)}, refuse: true},
 		"POST in small pieces":                     {writes: strings.Split("POST /containers/x/stop HTTP/1.1\r\nHost: x\r\n\r\n", ""), refuse: true},
+		// Go's parser ends a head at a bare LF LF too: the POST behind it
+		// must not ride along with the GET.
+		"POST hidden behind bare line feeds": {writes: []string{"GET /_ping HTTP/1.1\nHost: x\n\nPOST /containers/x/kill HTTP/1.1\r\nHost: x\r\n\r\n"}, refuse: true},
+		"bare line feeds":                    {writes: []string{"GET /_ping HTTP/1.1\nHost: x\r\n\r\n"}, refuse: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := &recordingConn{}
@@ -128,5 +133,31 @@ func TestCappedBody(t *testing.T) {
 		if !ok && (!errors.Is(err, tooLarge) || len(got) > 10) {
 			t.Errorf("%d bytes: read %d, %v; want the limit's error after at most 10", size, len(got), err)
 		}
+	}
+}
+
+// The largest limit the flag accepts must not overflow the cap's arithmetic.
+func TestCappedBodyAtTheLargestLimit(t *testing.T) {
+	b := &cappedBody{ReadCloser: io.NopCloser(bytes.NewReader(make([]byte, 1000))), left: math.MaxInt64,
+		err: &TooLargeError{Path: "/containers/json", Limit: math.MaxInt64}}
+	if got, err := io.ReadAll(b); err != nil || len(got) != 1000 {
+		t.Errorf("read %d, %v", len(got), err)
+	}
+}
+
+// A HEAD answer's Content-Length announces a body that is not sent: it is
+// not an answer over the limit.
+func TestHeadIsNotTooLarge(t *testing.T) {
+	tr := readOnlyTransport{maxBytes: 10, next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, ContentLength: 1 << 20, Body: http.NoBody, Request: r}, nil
+	})}
+	req, _ := http.NewRequest(http.MethodHead, "http://docker/_ping", nil)
+	if _, err := tr.RoundTrip(req); err != nil {
+		t.Errorf("HEAD: %v", err)
+	}
+	req, _ = http.NewRequest(http.MethodGet, "http://docker/containers/json", nil)
+	var large *TooLargeError
+	if _, err := tr.RoundTrip(req); !errors.As(err, &large) {
+		t.Errorf("GET announcing 1 MiB against a 10-byte limit: %v, want TooLargeError", err)
 	}
 }

@@ -115,7 +115,8 @@ func (t readOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	tooLarge := &TooLargeError{Path: req.URL.Path, Limit: t.maxBytes}
-	if resp.ContentLength > t.maxBytes {
+	// A HEAD answer announces the length of a body it does not send.
+	if req.Method != http.MethodHead && resp.ContentLength > t.maxBytes {
 		resp.Body.Close()
 		return nil, tooLarge
 	}
@@ -137,7 +138,8 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	}
 	// One byte more than allowed tells a body of exactly the limit from a
 	// larger one.
-	if int64(len(p)) > b.left+1 {
+	// (Compared as len-1 > left: left+1 overflows at the largest limit.)
+	if int64(len(p))-1 > b.left {
 		p = p[:b.left+1]
 	}
 	n, err := b.ReadCloser.Read(p)
@@ -217,13 +219,29 @@ func (c *readOnlyConn) fail(err error) error {
 }
 
 // checkHead parses one request head with the same parser the daemon's Go
-// HTTP server uses and applies the read-only rule to it.
+// HTTP server uses and applies the read-only rule to it. The head must be
+// exactly one request: Go's parser also ends a head at a bare "\n\n", so a
+// head written with bare line feeds could hide a second request behind the
+// first, which the daemon would then read and run.
 func checkHead(head []byte) error {
-	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
-	if err != nil {
+	malformed := func(why string) error {
 		method, path, _ := strings.Cut(string(head[:min(len(head), 64)]), " ")
 		path, _, _ = strings.Cut(path, " ")
-		return &ErrNotAllowed{Method: method, Path: path, Reason: "malformed request: " + err.Error()}
+		return &ErrNotAllowed{Method: method, Path: path, Reason: "malformed request: " + why}
+	}
+	for i, b := range head {
+		if b == '\n' && (i == 0 || head[i-1] != '\r') {
+			return malformed("a line ends without CRLF")
+		}
+	}
+	r := bytes.NewReader(head)
+	br := bufio.NewReader(r)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return malformed(err.Error())
+	}
+	if r.Len() != 0 || br.Buffered() != 0 {
+		return malformed("more than one request head")
 	}
 	return refuse(req.Method, req.URL.Path, req.Header, req.ContentLength, len(req.TransferEncoding) > 0)
 }
