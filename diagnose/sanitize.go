@@ -66,12 +66,12 @@ func shellQuoteAll(ss []string) string {
 	return strings.Join(q, " ")
 }
 
-// printable is what the text report prints of a line: a runtime value can
+// Printable is what the text report prints of a line: a runtime value can
 // carry terminal escapes (retitle the window, clear the screen, hide or
 // rewrite what the engineer reads above a command), so invalid UTF-8 and C0
 // controls and DEL are written as \xNN, C1 controls, bidirectional overrides
 // and line separators as \uNNNN; everything else is printed as is.
-func printable(s string) string {
+func Printable(s string) string {
 	clean := utf8.ValidString(s)
 	for _, r := range s {
 		if unprintable(r) {

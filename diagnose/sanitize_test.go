@@ -22,8 +22,8 @@ func TestPrintable(t *testing.T) {
 		{"real \ufffd stays", "real \ufffd stays"},
 		{"\x00", `\x00`},
 	} {
-		if got := printable(tc.in); got != tc.want {
-			t.Errorf("printable(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := Printable(tc.in); got != tc.want {
+			t.Errorf("Printable(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
