@@ -32,7 +32,7 @@ func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	defer cancel()
 	inv, err := rt.Inventory(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %s\n", name, diagnose.Printable(err.Error()))
 		return 2
 	}
 	th := diagnose.DefaultThresholds

@@ -250,14 +250,21 @@ func checkTelemetryPath(p string) (err error) {
 	case strings.ContainsFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return fmt.Errorf("--web.telemetry-path %q must not contain spaces or control characters", p)
 	}
-	// ServeMux reports a pattern it cannot use ("/{", "/a/{x...}/b") by
-	// panicking; ask it on a throwaway mux first.
+	// ServeMux reports a pattern it cannot parse ("/{") or one that
+	// conflicts with the other routes ("/{a...}" with the landing page's
+	// "/") by panicking; ask it on a throwaway mux with the same routes.
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("--web.telemetry-path %q is not a usable path: %v", p, r)
+			err = fmt.Errorf("--web.telemetry-path %q is not a usable path: %s", p, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
 		}
 	}()
-	http.NewServeMux().Handle(p, http.NotFoundHandler())
+	mux := http.NewServeMux()
+	for _, route := range []string{"/-/healthy", "/-/ready", "/"} {
+		if route != p {
+			mux.Handle(route, http.NotFoundHandler())
+		}
+	}
+	mux.Handle(p, http.NotFoundHandler())
 	return nil
 }
 

@@ -244,6 +244,7 @@ func TestBadInputExitsWithOneLine(t *testing.T) {
 		"metrics on healthy":   {"--web.telemetry-path=/-/healthy"},
 		"metrics on ready":     {"--web.telemetry-path=/-/ready"},
 		"metrics bad pattern":  {"--web.telemetry-path=/{metrics"},
+		"metrics shadows all":  {"--web.telemetry-path=/{path...}"},
 		"zero idle timeout":    {"--web.idle-timeout=0s"},
 	} {
 		cmd := exec.Command(binary, append([]string{"--web.listen-address=" + freeAddr(t)}, args...)...)
@@ -313,28 +314,32 @@ func TestWebConfigBasicAuth(t *testing.T) {
 // argument valid for an IPv4 and an IPv6 pod address.
 func TestListenAddressBothFamilies(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "::1"} {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Skipf("no %s loopback here: %v", host, err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		e := &exporter{addr: net.JoinHostPort(host, fmt.Sprint(port)), stderr: &syncBuffer{}, done: make(chan error, 1)}
-		e.cmd = exec.Command(binary, fmt.Sprintf("--web.listen-address=[%s]:%d", host, port),
-			"--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"))
-		e.cmd.Stderr = e.stderr
-		if err := e.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { e.done <- e.cmd.Wait() }()
-		if code, body := e.get(t, "/-/healthy"); code != http.StatusOK {
-			t.Errorf("[%s]: /-/healthy answered %d %q", host, code, body)
-		}
-		e.cmd.Process.Kill()
-		<-e.done
-		if t.Failed() {
-			t.Logf("exporter log:\n%s", e.stderr)
-		}
+		t.Run(host, func(t *testing.T) {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				t.Skipf("no %s loopback here: %v", host, err)
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			e := &exporter{addr: net.JoinHostPort(host, fmt.Sprint(port)), stderr: &syncBuffer{}, done: make(chan error, 1)}
+			e.cmd = exec.Command(binary, fmt.Sprintf("--web.listen-address=[%s]:%d", host, port),
+				"--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+			e.cmd.Stderr = e.stderr
+			if err := e.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { e.done <- e.cmd.Wait() }()
+			defer func() {
+				e.cmd.Process.Kill()
+				<-e.done
+				if t.Failed() {
+					t.Logf("exporter log:\n%s", e.stderr)
+				}
+			}()
+			if code, body := e.get(t, "/-/healthy"); code != http.StatusOK {
+				t.Errorf("[%s]: /-/healthy answered %d %q", host, code, body)
+			}
+		})
 	}
 }
 
@@ -404,14 +409,17 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 			t.Fatalf("connection %d (sent a request: %v): read %v, want EOF from the server closing it", i, i%2 == 0, err)
 		}
 	}
+	// A few goroutines and descriptors come and go with gRPC's reconnects to
+	// the missing runtime; a held connection costs one of each, 1000 here.
+	const slack = 20
 	var g, fd float64
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if g, fd = gauge("go_goroutines"), gauge("process_open_fds"); g <= baseG+5 && fd <= baseFD+5 {
+		if g, fd = gauge("go_goroutines"), gauge("process_open_fds"); g <= baseG+slack && fd <= baseFD+slack {
 			break
 		}
 	}
 	t.Logf("after the timeouts: goroutines %.0f, fds %.0f", g, fd)
-	if g > baseG+5 || fd > baseFD+5 {
+	if g > baseG+slack || fd > baseFD+slack {
 		t.Errorf("after the timeouts: goroutines %.0f (base %.0f), fds %.0f (base %.0f)", g, baseG, fd, baseFD)
 	}
 }
