@@ -66,6 +66,7 @@ type Relister struct {
 	relists     uint64
 	errors      map[string]uint64
 	lastState   string // "" = ok, otherwise error code; for logging on change only
+	lastDocker  string // the same for the Docker view of cri-dockerd nodes
 	firstRelist chan struct{}
 }
 
@@ -202,9 +203,22 @@ func (r *Relister) record(snap *kubecontainer.Snapshot) {
 	}
 	prev := r.lastState
 	r.lastState = code
+	dockerCode := kubecontainer.ErrorCode(snap.DockerErr)
+	prevDocker := r.lastDocker
+	r.lastDocker = dockerCode
 	r.mu.Unlock()
 	r.obs.Observe(r.State())
 
+	// The Docker view (cri-dockerd nodes) is not the kubelet's relist: its
+	// failure is logged, and pleg_docker_up says it, but it is not a relist
+	// error.
+	if dockerCode != prevDocker {
+		if dockerCode != "" {
+			r.logger.Warn("docker view failed; pleg_docker_containers is missing until it is back", "code", dockerCode, "err", snap.DockerErr)
+		} else if prevDocker != "" {
+			r.logger.Info("docker view is back")
+		}
+	}
 	if prev == code {
 		return
 	}

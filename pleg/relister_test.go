@@ -228,3 +228,30 @@ func TestHangingProbeIsLoggedOncePerHour(t *testing.T) {
 		t.Fatalf("observer heard %d probes, %d timed out; want 33 and 31: every probe is reported", len(obs.probes), timeouts)
 	}
 }
+
+// On cri-dockerd nodes a failing Docker view (a list over the receive limit,
+// the Docker socket gone) is logged once per change; it is not a relist error.
+func TestDockerViewFailureIsLoggedOnChange(t *testing.T) {
+	good := goodSnap(t0)
+	good.DockerContainers = map[string]int{kubecontainer.DockerDead: 0}
+	failed := goodSnap(t0)
+	failed.DockerErr = errors.New("answer to GET /containers/json is larger than the receive limit")
+	rt := &stubRuntime{snaps: []*kubecontainer.Snapshot{good, failed, failed, failed, good, good}}
+	var logs strings.Builder
+	obs := &recorder{}
+	r := NewRelister(rt, Config{Interval: 10 * time.Second, LimitBytes: 16777216}, obs, slog.New(slog.NewTextHandler(&logs, nil)))
+	for range 6 {
+		r.RelistOnce(context.Background())
+	}
+	if n := strings.Count(logs.String(), `msg="docker view failed`); n != 1 {
+		t.Errorf("three failed Docker views logged %d warnings, want 1:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="docker view is back"`); n != 1 {
+		t.Errorf("the recovery logged %d times, want 1:\n%s", n, logs.String())
+	}
+	for code, n := range r.State().Errors {
+		if n != 0 {
+			t.Errorf("relist errors %s = %d: the Docker view is not the kubelet's relist", code, n)
+		}
+	}
+}
