@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,10 +18,13 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
 // renderDaemonSet renders a kustomize overlay and returns its DaemonSet,
@@ -112,9 +116,11 @@ func podContainer(t *testing.T, ds *appsv1.DaemonSet, name string, port int, hos
 		if !ok {
 			t.Fatalf("no private directory stands for hostPath %s", v.HostPath.Path)
 		}
-		m := mount.Mount{Type: mount.TypeBind, Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly}
+		m := mount.Mount{Type: mount.TypeBind, Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: propagation(t, vm.MountPropagation)}}
 		if fileMount != "" {
 			m.Source, m.Target = filepath.Join(src, fileMount), filepath.Join(vm.MountPath, fileMount)
+			m.BindOptions = nil
 		}
 		hc.Mounts = append(hc.Mounts, m)
 	}
@@ -126,6 +132,35 @@ func podContainer(t *testing.T, ds *appsv1.DaemonSet, name string, port int, hos
 		Labels: map[string]string{"pleg-test": name},
 	}
 	return cfg, hc
+}
+
+// propagation is what the kubelet asks of the runtime for a mount's
+// propagation mode.
+func propagation(t *testing.T, p *corev1.MountPropagationMode) mount.Propagation {
+	switch ptr.Deref(p, corev1.MountPropagationNone) {
+	case corev1.MountPropagationNone:
+		return mount.PropagationRPrivate
+	default:
+		t.Fatalf("mount propagation %s: the exporter needs no Bidirectional mount", *p)
+		return ""
+	}
+}
+
+// mountsUnder lists the mount points at or below dir in a process's mount
+// namespace.
+func mountsUnder(t *testing.T, pid int, dir string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 type podUnderTest struct {
@@ -233,8 +268,48 @@ func TestDaemonSetPodSurvivesRuntimeRestart(t *testing.T) {
 		p.started, p.pid = info.State.StartedAt, info.State.Pid
 		return p
 	}
+	// A pod running before the exporter starts: its root filesystem is
+	// mounted below the runtime's directory.
+	pod, err := kubelet.RunPod(c, "daemonset-test", "before-the-exporter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := kubelet.CreateContainer(c, pod, testenv.ContainerSpec{Name: "sleeper", Start: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := start("dir-mount", "")
 	file := start("file-mount", "containerd.sock")
+
+	// The pod goes away; the runtime unmounts its root filesystem and
+	// removes the directory. The exporter's mount namespace, which got a
+	// copy of the mount at its start, must not keep it (a leaked mount holds
+	// the disk space and, on old kernels, makes removals fail as busy); since
+	// Linux 3.18 removing the directory releases it in every namespace.
+	in := func() []string {
+		var ids []string
+		for _, m := range mountsUnder(t, dir.pid, "/host/run/containerd") {
+			if strings.Contains(m, cid) || strings.Contains(m, pod.ID) {
+				ids = append(ids, m)
+			}
+		}
+		return ids
+	}
+	if len(in()) == 0 {
+		t.Fatalf("the running pod's mounts are not visible in the exporter's mount namespace:\n%s",
+			strings.Join(mountsUnder(t, dir.pid, "/host/run/containerd"), "\n"))
+	}
+	if err := kubelet.StopPod(c, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubelet.RS.RemovePodSandbox(c, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: pod.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if leaked := in(); len(leaked) > 0 {
+		t.Errorf("the removed pod's mounts are still held in the exporter's mount namespace: %v", leaked)
+	} else {
+		t.Log("mounts of a pod removed while the exporter ran: released in its mount namespace too")
+	}
 
 	// systemctl restart containerd: stopped, then started again with its
 	// socket deleted and made anew.
