@@ -215,14 +215,7 @@ func (c *Containerd) Stop() error {
 			removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
 			cc.Close()
 		}
-		c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(15 * time.Second):
-			c.cmd.Process.Kill()
-			<-c.done
-		}
-		c.log.Close()
+		c.Terminate()
 	}
 	killShims(c.Socket)
 	unmountUnder(c.Dir)
