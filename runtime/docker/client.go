@@ -156,12 +156,14 @@ func (c *Client) list(ctx context.Context, fn func(*Entry)) (time.Duration, erro
 func (c *Client) streamList(ctx context.Context, fn func(*Entry)) error {
 	// What moby does before its first call, done again after a failure: the
 	// daemon may have been replaced by an older one. A failed ping leaves the
-	// version as it was, and the list below says why.
+	// version as it was, and the list below says why. An answer over the cap
+	// came from a daemon that understood the request: no new ping for it.
 	if !c.negotiated.Load() {
 		c.api.NegotiateAPIVersion(ctx)
 	}
 	err := c.get(ctx, fn)
-	c.negotiated.Store(err == nil)
+	var large *TooLargeError
+	c.negotiated.Store(err == nil || errors.As(err, &large))
 	return err
 }
 

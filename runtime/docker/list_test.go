@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +113,12 @@ func synthContainers(n int) ([]byte, synthWant) {
 // served from a file, so that it is not on the heap the benchmark measures.
 func serveList(t testing.TB, body []byte, withLength bool) string {
 	t.Helper()
+	return serveListCounting(t, body, withLength, nil)
+}
+
+// serveListCounting is serveList that counts the version pings in pings.
+func serveListCounting(t testing.TB, body []byte, withLength bool, pings *atomic.Int64) string {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "containers.json")
 	if err := os.WriteFile(file, body, 0o600); err != nil {
@@ -124,6 +131,9 @@ func serveList(t testing.TB, body []byte, withLength bool) string {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/_ping", func(w http.ResponseWriter, _ *http.Request) {
+		if pings != nil {
+			pings.Add(1)
+		}
 		w.Header().Set("Api-Version", "1.41")
 		w.Write([]byte("OK"))
 	})
@@ -271,5 +281,25 @@ func TestListOverLimit(t *testing.T) {
 				t.Errorf("inventory: %v", err)
 			}
 		})
+	}
+}
+
+// A list over the cap is an answer, not a sign of another daemon: the
+// API version is not negotiated again before every relist while it lasts.
+func TestOverLimitDoesNotRenegotiate(t *testing.T) {
+	body, _ := synthContainers(1000)
+	var pings atomic.Int64
+	c, err := New(Config{Host: serveListCounting(t, body, false, &pings), Timeout: time.Minute, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 3 {
+		if code := kubecontainer.ErrorCode(c.Relist(context.Background()).Err); code != "ResourceExhausted" {
+			t.Fatalf("code %q, want ResourceExhausted", code)
+		}
+	}
+	if n := pings.Load(); n != 1 {
+		t.Errorf("%d version pings for 3 relists over the cap, want 1", n)
 	}
 }
