@@ -289,6 +289,16 @@ func TestRelistSandboxesTooLargeContainersDown(t *testing.T) {
 	_, cts := fakecri.Generate(spec)
 	srv.SetPopulation(sbs, cts)
 	srv.Fail("ListContainers", status.Error(codes.Unavailable, "containerd is restarting"))
+	// The client may have tried to reconnect while no server listened and be
+	// waiting out its backoff: wait until it reaches the new server (Info's
+	// calls are Version and a stream probe, neither of them a list).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := c.Info(context.Background()); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the client never reached the restarted server: %v", err)
+		}
+	}
 
 	snap := c.Relist(context.Background())
 	if kubecontainer.ErrorCode(snap.Err) != "ResourceExhausted" {
