@@ -124,15 +124,15 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func criKubelet(t *testing.T, st *stack.Stack) (*testenv.Kubelet, func()) {
+func criKubelet(t *testing.T, st *stack.Stack) (*testenv.PodClient, func()) {
 	cc, err := st.Containerd.Dial(256 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(st.Containerd.Dir, "pods")}, func() { cc.Close() }
+	return &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(st.Containerd.Dir, "pods")}, func() { cc.Close() }
 }
 
-func populate(t *testing.T, ctx context.Context, k *testenv.Kubelet, st *stack.Stack) {
+func populate(t *testing.T, ctx context.Context, k *testenv.PodClient, st *stack.Stack) {
 	for i, ns := range []string{"default", "batch-jobs"} {
 		pod, err := k.RunPod(ctx, ns, fmt.Sprintf("e2e%d-0", i))
 		if err != nil {
@@ -272,7 +272,7 @@ func frozen(t *testing.T, st *stack.Stack, rec *receiver) {
 	t.Logf("frozen runtime: %s resolved %s after SIGCONT", e.labels["alertname"], r.at.Sub(t1).Round(time.Second))
 }
 
-func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver, k *testenv.Kubelet) {
+func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver, k *testenv.PodClient) {
 	pod, err := k.RunPod(ctx, "leaky-ns", "leaky-cron-0")
 	if err != nil {
 		t.Fatal(err)

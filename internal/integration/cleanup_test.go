@@ -77,7 +77,7 @@ func TestDiagnoseCleanupRunsOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	k := &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "cleanup-pods")}
+	k := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "cleanup-pods")}
 	c := ctx(t, 3*time.Minute)
 
 	if err := testenv.SmallPopulation(c, k); err != nil {

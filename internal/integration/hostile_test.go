@@ -118,7 +118,7 @@ func TestHostileNamesOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	k := &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "hostile-pods")}
+	k := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "hostile-pods")}
 	c := ctx(t, 4*time.Minute)
 
 	// Every /bin/true container, and whether the cleanup may remove it: the

@@ -25,7 +25,7 @@ var (
 	ctdErr   error
 	dockerd  *testenv.Dockerd
 	dockErr  error
-	kubelet  *testenv.Kubelet
+	kubelet  *testenv.PodClient
 	workRoot string
 )
 
@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				ctdErr = err
 			} else {
-				kubelet = &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "pods")}
+				kubelet = &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "pods")}
 			}
 			fmt.Printf("private containerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
 		}

@@ -11,9 +11,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Kubelet creates pods and containers through the CRI the way the kubelet
+// PodClient creates pods and containers through the CRI the way the kubelet
 // does: the same labels, annotations, metadata and log layout, host network.
-type Kubelet struct {
+type PodClient struct {
 	RS     runtimeapi.RuntimeServiceClient
 	LogDir string
 	seq    int
@@ -29,7 +29,7 @@ type Pod struct {
 }
 
 // RunPod starts a host-network sandbox.
-func (k *Kubelet) RunPod(ctx context.Context, namespace, name string) (*Pod, error) {
+func (k *PodClient) RunPod(ctx context.Context, namespace, name string) (*Pod, error) {
 	k.seq++
 	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", k.seq, time.Now().UnixNano()&0xffffffffffff)
 	logDir := filepath.Join(k.LogDir, fmt.Sprintf("%s_%s_%s", namespace, name, uid))
@@ -74,7 +74,7 @@ type ContainerSpec struct {
 }
 
 // CreateContainer creates (and optionally starts) a container in pod.
-func (k *Kubelet) CreateContainer(ctx context.Context, pod *Pod, spec ContainerSpec) (string, error) {
+func (k *PodClient) CreateContainer(ctx context.Context, pod *Pod, spec ContainerSpec) (string, error) {
 	ann := map[string]string{
 		"io.kubernetes.container.hash":                     fmt.Sprintf("%08x", len(spec.Name)*7919+int(spec.Attempt)),
 		"io.kubernetes.container.restartCount":             fmt.Sprint(spec.Attempt),
@@ -117,19 +117,19 @@ func (k *Kubelet) CreateContainer(ctx context.Context, pod *Pod, spec ContainerS
 }
 
 // StopPod stops a sandbox and its containers: it turns NOTREADY.
-func (k *Kubelet) StopPod(ctx context.Context, pod *Pod) error {
+func (k *PodClient) StopPod(ctx context.Context, pod *Pod) error {
 	_, err := k.RS.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: pod.ID})
 	return err
 }
 
 // RemoveContainer removes one container.
-func (k *Kubelet) RemoveContainer(ctx context.Context, id string) error {
+func (k *PodClient) RemoveContainer(ctx context.Context, id string) error {
 	_, err := k.RS.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 	return err
 }
 
 // WaitState waits until a container reaches state.
-func (k *Kubelet) WaitState(ctx context.Context, id string, state runtimeapi.ContainerState) error {
+func (k *PodClient) WaitState(ctx context.Context, id string, state runtimeapi.ContainerState) error {
 	for {
 		resp, err := k.RS.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if err == nil && resp.GetStatus().GetState() == state {

@@ -8,7 +8,7 @@ import (
 // SmallPopulation adds what a small node has: two running pods with
 // finished job containers and a container that never started, and a
 // finished (notready) pod.
-func SmallPopulation(ctx context.Context, k *Kubelet) error {
+func SmallPopulation(ctx context.Context, k *PodClient) error {
 	for i, ns := range []string{"default", "batch-jobs"} {
 		pod, err := k.RunPod(ctx, ns, fmt.Sprintf("demo%d-0", i))
 		if err != nil {
@@ -37,7 +37,7 @@ func SmallPopulation(ctx context.Context, k *Kubelet) error {
 // namespace leaky-ns until the unfiltered ListContainers answer passes
 // limit bytes, as a CronJob that leaves containers behind does over weeks.
 // It returns the ids it created.
-func Flood(ctx context.Context, k *Kubelet, limit int) ([]string, error) {
+func Flood(ctx context.Context, k *PodClient, limit int) ([]string, error) {
 	var pods []*Pod
 	for i := 0; i < 2; i++ {
 		p, err := k.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))

@@ -183,7 +183,7 @@ func supervise() error {
 	if err != nil {
 		return err
 	}
-	k := &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(st.Containerd.Dir, "pods")}
+	k := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(st.Containerd.Dir, "pods")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	err = testenv.SmallPopulation(ctx, k)
 	cancel()
@@ -231,13 +231,13 @@ func stall() error {
 	return nil
 }
 
-func kubelet(s *state) (*testenv.Kubelet, func(), error) {
+func kubelet(s *state) (*testenv.PodClient, func(), error) {
 	ctd := &testenv.Containerd{Socket: strings.TrimPrefix(s.CRIEndpoint, "unix://"), Dir: s.CRIDir}
 	cc, err := ctd.Dial(64 << 20)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(s.CRIDir, "pods")}, func() { cc.Close() }, nil
+	return &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(s.CRIDir, "pods")}, func() { cc.Close() }, nil
 }
 
 func flood() error {

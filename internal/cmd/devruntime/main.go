@@ -84,7 +84,7 @@ func populate(ctd *testenv.Containerd) error {
 		return err
 	}
 	defer cc.Close()
-	k := &testenv.Kubelet{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(ctd.Dir, "pods")}
+	k := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(ctd.Dir, "pods")}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return testenv.SmallPopulation(ctx, k)
