@@ -17,6 +17,11 @@ RUN_ARGS  ?=
 # crictl for the cleanup test and the benchmarks: cri-tools, pinned.
 CRICTL_VERSION := v1.37.0
 CRICTL    := .tools/crictl
+# The real kubelet the end-to-end tests run: k8s.io/kubernetes from the module
+# proxy, built once (about 8 minutes on 2 cores) and cached by version.
+# testenv.KubeletVersion names the same version.
+KUBELET_VERSION := v1.37.2
+KUBELET   := .tools/kubelet-$(KUBELET_VERSION)
 
 .PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image clean
 
@@ -39,7 +44,7 @@ run: build
 
 ## deps: install the real components the tests need (Debian packages; root).
 deps:
-	bash scripts/install-deps.sh runtime docker prometheus tools
+	bash scripts/install-deps.sh runtime docker prometheus tools kubelet
 
 deps-runtime:
 	bash scripts/install-deps.sh runtime
@@ -58,9 +63,10 @@ fmt-check:
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
 # chatter is dropped, skips and failures are kept.
 # crictl (cri-tools, pinned, through the module proxy) runs the cleanup that
-# diagnose prints against the private containerd.
-test: deps $(CRICTL) lint checkmetrics mixin-check
-	set -o pipefail; CRICTL=$(CURDIR)/$(CRICTL) $(GO) test -p 1 -count=1 -v -timeout $(TEST_TIMEOUT) ./... \
+# diagnose prints against the private containerd; the kubelet runs the
+# end-to-end test.
+test: deps $(CRICTL) $(KUBELET) lint checkmetrics mixin-check
+	set -o pipefail; CRICTL=$(CURDIR)/$(CRICTL) KUBELET=$(CURDIR)/$(KUBELET) $(GO) test -p 1 -count=1 -v -timeout $(TEST_TIMEOUT) ./... \
 		| grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$$)'
 
 test-unit:
@@ -118,6 +124,9 @@ demo-down: $(DEMO)
 
 $(CRICTL):
 	GOBIN=$(CURDIR)/.tools $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+
+$(KUBELET):
+	GO=$(GO) bash scripts/build-kubelet.sh $(KUBELET_VERSION) $@
 
 ## bench: benchmarks at 1k/10k/100k containers; writes docs/benchmarks.md and docs/benchmarks.png.
 

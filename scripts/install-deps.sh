@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, the real components the tests and the
 # private runtimes need, when they are missing. Needs root (CI runs as root).
-# Usage: scripts/install-deps.sh [group...]  groups: runtime docker prometheus tools
+# Usage: scripts/install-deps.sh [group...]  groups: runtime docker prometheus tools kubelet
 set -euo pipefail
 
 declare -A pkg_of=(
@@ -9,17 +9,18 @@ declare -A pkg_of=(
   [dockerd]=docker.io [docker]=docker.io
   [promtool]=prometheus [prometheus]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager
-  [strace]=strace [systemd-analyze]=systemd
+  [strace]=strace [systemd-analyze]=systemd [ip]=iproute2
 )
 declare -A group_bins=(
   [runtime]="containerd runc ctr busybox chattr"
   [docker]="dockerd docker"
   [prometheus]="promtool prometheus prometheus-alertmanager amtool"
   [tools]="strace systemd-analyze"
+  [kubelet]="ip"
 )
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(runtime docker prometheus tools)
+[ ${#groups[@]} -gt 0 ] || groups=(runtime docker prometheus tools kubelet)
 
 missing=()
 for g in "${groups[@]}"; do
@@ -32,6 +33,10 @@ done
 # busybox from the busybox package is dynamic; the image needs the static one.
 if [[ " ${groups[*]} " == *" runtime "* ]] && ! dpkg -s busybox-static >/dev/null 2>&1; then
   missing+=(busybox-static)
+fi
+# The kubelet's pods with a network of their own: bridge + host-local.
+if [[ " ${groups[*]} " == *" kubelet "* ]] && [ ! -x /usr/lib/cni/bridge ]; then
+  missing+=(containernetworking-plugins)
 fi
 [ ${#missing[@]} -gt 0 ] || exit 0
 

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -20,10 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/manifests"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -31,27 +28,11 @@ import (
 // strictly decoded.
 func renderDaemonSet(t *testing.T, overlay string) *appsv1.DaemonSet {
 	t.Helper()
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("../../deploy/kubernetes", overlay))
-	if err != nil {
-		t.Fatalf("kustomize %s: %v", overlay, err)
-	}
-	out, err := res.AsYaml()
+	ds, err := manifests.DaemonSet(filepath.Join("../../deploy/kubernetes", overlay))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
-		var meta struct{ Kind string }
-		yaml.Unmarshal(doc, &meta)
-		if meta.Kind == "DaemonSet" {
-			var ds appsv1.DaemonSet
-			if err := yaml.UnmarshalStrict(doc, &ds); err != nil {
-				t.Fatal(err)
-			}
-			return &ds
-		}
-	}
-	t.Fatalf("%s renders no DaemonSet", overlay)
-	return nil
+	return ds
 }
 
 // podContainer turns the DaemonSet's pod template into a container on the

@@ -1,25 +1,21 @@
 package integration
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
 // projectImage builds the project's image once per test binary, with the
@@ -44,46 +40,7 @@ var (
 func buildProjectImage() error {
 	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp(workRoot, "image")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "pleg_exporter")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	for _, f := range []struct {
-		name, src string
-		mode      int64
-	}{
-		{"Dockerfile", "../../Dockerfile", 0o644},
-		{"pleg_exporter", bin, 0o755},
-		{".build/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644},
-	} {
-		b, err := os.ReadFile(f.src)
-		if err != nil {
-			return err
-		}
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(b))})
-		tw.Write(b)
-	}
-	tw.Close()
-	resp, err := dockerd.API.ImageBuild(c, &ctxTar, types.ImageBuildOptions{Tags: []string{projectImageRef}, Remove: true,
-		BuildArgs: map[string]*string{"VERSION": strPtr("test")}})
-	if err != nil {
-		return err
-	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if bytes.Contains(out, []byte(`"error"`)) {
-		return fmt.Errorf("docker build: %s", out)
-	}
-	return nil
+	return testenv.BuildProjectImage(c, dockerd, "../..", projectImageRef)
 }
 
 // The Dockerfile builds offline (FROM scratch) on the private dockerd, and
@@ -152,5 +109,3 @@ func TestDockerfileImage(t *testing.T) {
 	j, _ := json.Marshal(info.Config.User)
 	t.Logf("image built FROM scratch (%d layers), ran as user %s with group %d, relisted the private dockerd", len(img.RootFS.Layers), j, st.Gid)
 }
-
-func strPtr(s string) *string { return &s }

@@ -40,6 +40,17 @@ type Options struct {
 	// Addrs pins listen addresses by process name (pleg_exporter,
 	// prometheus, alertmanager); others get a free loopback port.
 	Addrs map[string]string
+	// Kubelet, when set, is a built kubelet run in standalone mode on the
+	// private containerd (which then gets a pod network), scraped by
+	// Prometheus as job "kubelet".
+	Kubelet string
+	// KubeletFeatureGates are passed to that kubelet.
+	KubeletFeatureGates map[string]bool
+	// MinContainerTTL keeps exited containers of pods the kubelet does not
+	// know from its container GC (see testenv.KubeletOptions).
+	MinContainerTTL time.Duration
+	// BeforeKubelet runs on the fresh containerd before the kubelet starts.
+	BeforeKubelet func(*testenv.Containerd) error
 }
 
 // Proc is a process the stack started.
@@ -58,6 +69,7 @@ type Stack struct {
 	opts         Options
 	Containerd   *testenv.Containerd
 	Dockerd      *testenv.Dockerd
+	Kubelet      *testenv.Kubelet
 	Exporter     *Proc
 	Prometheus   *Proc
 	Alertmanager *Proc
@@ -89,8 +101,23 @@ func Start(o Options) (s *Stack, err error) {
 			s.Stop()
 		}
 	}()
-	if s.Containerd, err = testenv.StartContainerd(filepath.Join(o.Dir, "containerd")); err != nil {
+	if s.Containerd, err = testenv.StartContainerdWith(filepath.Join(o.Dir, "containerd"),
+		testenv.ContainerdOptions{PodNetwork: o.Kubelet != ""}); err != nil {
 		return nil, err
+	}
+	if o.BeforeKubelet != nil {
+		if err := o.BeforeKubelet(s.Containerd); err != nil {
+			return nil, err
+		}
+	}
+	if o.Kubelet != "" {
+		if s.Kubelet, err = testenv.StartKubelet(testenv.KubeletOptions{
+			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd,
+			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.KubeletFeatureGates,
+		}); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Log, "kubelet %s ready: read-only port %s, log %s\n", testenv.KubeletVersion, s.Kubelet.ReadOnlyAddr, s.Kubelet.LogPath)
 	}
 	args := []string{"--runtime.endpoint=" + s.Containerd.Endpoint(), "--relist.interval=" + o.RelistInterval, "--docker.host=none", "--collector.namespaces"}
 	if o.WithDocker {
@@ -235,6 +262,14 @@ scrape_configs:
           node: %s
 `, filepath.Join(rules, "prometheus_rules.yaml"), filepath.Join(rules, "prometheus_alerts.yaml"),
 		s.Alertmanager.Addr, s.Exporter.Addr, Node)
+	if s.Kubelet != nil {
+		cfg += fmt.Sprintf(`  - job_name: kubelet
+    static_configs:
+      - targets: [%q]
+        labels:
+          node: %s
+`, s.Kubelet.ReadOnlyAddr, Node)
+	}
 	path := filepath.Join(s.opts.Dir, "prometheus.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -250,6 +285,11 @@ func (s *Stack) Stop() {
 	s.Prometheus.stop()
 	s.Alertmanager.stop()
 	s.Exporter.stop()
+	if s.Kubelet != nil {
+		if err := s.Kubelet.Stop(); err != nil {
+			fmt.Fprintf(s.opts.Log, "kubelet teardown: %v\n", err)
+		}
+	}
 	if s.Dockerd != nil {
 		s.Dockerd.Stop()
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,15 +34,34 @@ const Image = "docker.io/pleg-test/busybox:1"
 type Containerd struct {
 	Dir    string
 	Socket string
+	// Bridge and Subnet are the pod network (ContainerdOptions.PodNetwork).
+	Bridge string
+	Subnet string
+	opts   ContainerdOptions
+	ledger *ledger
 	cmd    *exec.Cmd
 	log    *os.File
 	done   chan struct{}
 }
 
+// ContainerdOptions change what a private containerd offers.
+type ContainerdOptions struct {
+	// PodNetwork gives pods off the host network an address on a bridge of
+	// their own, through Debian's CNI plugins (bridge + host-local in
+	// /usr/lib/cni). The bridge, the addresses it hands out and the
+	// forwarding sysctl the bridge plugin turns on are undone by Stop.
+	PodNetwork bool
+}
+
+// CNIBinDir is where Debian's containernetworking-plugins installs them.
+const CNIBinDir = "/usr/lib/cni"
+
 // Config renders the containerd configuration for a private instance in dir.
 // restrict_oom_score_adj lets the CRI start sandboxes in an unprivileged VM;
 // host-network pods need no CNI.
-func containerdConfig(dir string) string {
+// netns_mounts_under_state_dir keeps the pods' network namespaces below
+// dir instead of /var/run/netns, so Stop (or the next run) unmounts them.
+func containerdConfig(dir, cniBin string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -61,14 +81,45 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 [plugins."io.containerd.grpc.v1.cri"]
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   sandbox_image = %[5]q
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[6]q
     conf_dir = %[7]q
+    max_conf_num = 1
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
-		filepath.Join(dir, "containerd.sock.ttrpc"), Image, filepath.Join(dir, "cni", "bin"), filepath.Join(dir, "cni", "conf"))
+		filepath.Join(dir, "containerd.sock.ttrpc"), Image, cniBin, filepath.Join(dir, "cni", "conf"))
+}
+
+// podNetwork names the bridge and subnet of the private containerd in dir:
+// derived from dir, so two instances do not share them.
+func podNetwork(dir string) (bridge, subnet string) {
+	h := crc32.ChecksumIEEE([]byte(dir))
+	return fmt.Sprintf("plegbr%08x", h)[:14], fmt.Sprintf("10.254.%d.0/24", h%250+1)
+}
+
+func cniConfig(dir, bridge, subnet string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "pleg-test",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": %q,
+      "isGateway": true,
+      "ipMasq": false,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": %q}]],
+        "dataDir": %q
+      }
+    },
+    {"type": "loopback"}
+  ]
+}
+`, bridge, subnet, filepath.Join(dir, "cni", "ipam"))
 }
 
 // Check reports whether private runtimes can run on this machine.
@@ -87,8 +138,25 @@ func Check(binaries ...string) error {
 // StartContainerd starts a private containerd in dir and imports the test
 // image into its k8s.io namespace.
 func StartContainerd(dir string) (*Containerd, error) {
+	return StartContainerdWith(dir, ContainerdOptions{})
+}
+
+// StartContainerdWith is StartContainerd with options.
+func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error) {
 	if err := Check("containerd", "runc", "ctr", "busybox"); err != nil {
 		return nil, err
+	}
+	cniBin := filepath.Join(dir, "cni", "bin")
+	if opts.PodNetwork {
+		if err := Check("ip"); err != nil {
+			return nil, err
+		}
+		for _, p := range []string{"bridge", "host-local", "loopback"} {
+			if _, err := os.Stat(filepath.Join(CNIBinDir, p)); err != nil {
+				return nil, fmt.Errorf("%w: CNI plugin %s not installed (containernetworking-plugins; make deps installs it)", ErrUnavailable, p)
+			}
+		}
+		cniBin = CNIBinDir
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -99,12 +167,34 @@ func StartContainerd(dir string) (*Containerd, error) {
 			return nil, err
 		}
 	}
+	if !opts.PodNetwork {
+		cniBin = filepath.Join(dir, "cni", "bin")
+	}
 	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte(containerdConfig(dir)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(containerdConfig(dir, cniBin)), 0o600); err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), opts: opts}
+	l, err := newLedger("containerd", dir)
+	if err != nil {
+		return nil, err
+	}
+	l.Socket, l.Marker = c.Socket, cfg
+	// containerd 1.6 keeps shim sockets and runc state under /run/containerd
+	// whatever its config says; go-cni caches results in /var/lib/cni.
+	l.Created = notExisting("/run/containerd", "/var/lib/cni")
+	if opts.PodNetwork {
+		c.Bridge, c.Subnet = podNetwork(dir)
+		// The bridge plugin turns forwarding on for a gateway bridge.
+		l.Sysctls = saveSysctls("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+		l.Links = []string{c.Bridge}
+		if err := os.WriteFile(filepath.Join(dir, "cni", "conf", "10-pleg-test.conflist"), []byte(cniConfig(dir, c.Bridge, c.Subnet)), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	c.ledger = l
 	if err := c.start(); err != nil {
+		l.undo()
 		return nil, err
 	}
 	tar := filepath.Join(dir, "image.tar")
@@ -135,6 +225,13 @@ func (c *Containerd) start() error {
 	}
 	os.WriteFile(filepath.Join(c.Dir, "containerd.pid"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o600)
 	c.cmd, c.log, c.done = cmd, log, make(chan struct{})
+	if c.ledger != nil {
+		c.ledger.Pid = cmd.Process.Pid
+		if err := c.ledger.save(); err != nil {
+			c.kill()
+			return fmt.Errorf("record the private containerd in %s: %w", LedgerDir, err)
+		}
+	}
 	go func() { cmd.Wait(); close(c.done) }()
 	if err := c.waitReady(60 * time.Second); err != nil {
 		c.kill()
@@ -177,7 +274,11 @@ func (c *Containerd) Pid() int { return c.cmd.Process.Pid }
 // Dial opens an unrestricted CRI connection with the given receive limit
 // (the harness's own client, not the exporter's).
 func (c *Containerd) Dial(maxRecv int) (*grpc.ClientConn, error) {
-	return grpc.NewClient("unix://"+c.Socket,
+	return dialSocket(c.Socket, maxRecv)
+}
+
+func dialSocket(socket string, maxRecv int) (*grpc.ClientConn, error) {
+	return grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)))
 }
@@ -216,6 +317,11 @@ func (c *Containerd) Stop() error {
 			cc.Close()
 		}
 		c.Terminate()
+	}
+	if c.ledger != nil {
+		// The shims, the mounts and the directory, the bridge and the
+		// forwarding sysctls; then the record itself.
+		return c.ledger.undo()
 	}
 	killShims(c.Socket)
 	unmountUnder(c.Dir)

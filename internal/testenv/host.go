@@ -1,0 +1,363 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// LedgerDir holds one record per running private daemon: what it is, which
+// test process owns it and what it changed on the host. A test process that
+// is killed leaves its records behind, and the next run undoes them
+// (CleanLeftovers) before it starts anything of its own.
+const LedgerDir = "/run/pleg-exporter-tests"
+
+// ledger is what one private daemon changed on the host.
+type ledger struct {
+	Kind string `json:"kind"` // kubelet or containerd
+	// Owner is the test process; OwnerStart its start time in clock ticks
+	// (a recycled pid does not count as alive).
+	Owner      int    `json:"owner"`
+	OwnerStart string `json:"owner_start"`
+	// Pid is the daemon; Marker an argument only it has (its config file),
+	// checked before it is signalled.
+	Pid    int    `json:"pid"`
+	Marker string `json:"marker"`
+	Dir    string `json:"dir"`              // removed, after every mount below it
+	Socket string `json:"socket,omitempty"` // containerd: its pods and shims go first
+	// Sysctls holds the values before the daemon ran, restored as they were.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	Cgroup  string            `json:"cgroup,omitempty"` // a cgroup tree, removed in every hierarchy
+	Links   []string          `json:"links,omitempty"`  // network interfaces deleted
+	// Created are host directories that did not exist before the daemon
+	// (fixed paths the kubelet and containerd use whatever they are told):
+	// emptied of the files in Files and of empty directories, then removed
+	// if empty. A directory another daemon still uses is not empty and stays.
+	Created []string `json:"created,omitempty"`
+	Files   []string `json:"files,omitempty"`
+	path    string
+}
+
+func newLedger(kind, dir string) (*ledger, error) {
+	start, err := procStart(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	return &ledger{Kind: kind, Owner: os.Getpid(), OwnerStart: start, Dir: dir,
+		path: filepath.Join(LedgerDir, kind+"-"+strings.NewReplacer("/", "_").Replace(strings.Trim(dir, "/"))+".json")}, nil
+}
+
+func (l *ledger) save() error {
+	if err := os.MkdirAll(LedgerDir, 0o700); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(l, "", "  ")
+	tmp := l.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, l.path)
+}
+
+func (l *ledger) remove() { os.Remove(l.path) }
+
+// procStart is field 22 of /proc/PID/stat: the process's start time.
+func procStart(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	// The command name (field 2) may hold spaces; fields after it are plain.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 20 {
+		return "", fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return f[19], nil
+}
+
+func alive(pid int, start string) bool {
+	s, err := procStart(pid)
+	return err == nil && s == start
+}
+
+// running reports whether pid is still the daemon the ledger names.
+func (l *ledger) running() bool {
+	if l.Pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", l.Pid))
+	return err == nil && strings.Contains(string(b), "\x00"+l.Marker)
+}
+
+// CleanLeftovers undoes what daemons of a test process that no longer runs
+// left on the host: kubelets first (so nothing restarts pods), then each
+// containerd with its pods, then mounts, directories, cgroups, interfaces
+// and sysctls. It returns what it did, one line per record.
+func CleanLeftovers() ([]string, error) {
+	entries, err := os.ReadDir(LedgerDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var left []*ledger
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		path := filepath.Join(LedgerDir, e.Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		l := &ledger{path: path}
+		if err := json.Unmarshal(b, l); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if alive(l.Owner, l.OwnerStart) {
+			continue // a test run in progress owns it
+		}
+		left = append(left, l)
+	}
+	// The kubelets stop first, so none restarts a pod the runtimes' cleanup
+	// removes; their cgroup trees empty only once those pods are gone.
+	for _, l := range left {
+		if l.Kind == "kubelet" && l.running() {
+			signalAndWait(l.Pid, 15*time.Second)
+		}
+	}
+	sort.SliceStable(left, func(i, j int) bool { return left[i].Kind != "kubelet" && left[j].Kind == "kubelet" })
+	var done []string
+	var errs []error
+	for _, l := range left {
+		if err := l.undo(); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", l.Kind, l.Dir, err))
+			continue
+		}
+		done = append(done, fmt.Sprintf("removed a leftover %s (pid %d, %s) of test process %d", l.Kind, l.Pid, l.Dir, l.Owner))
+	}
+	return done, errors.Join(errs...)
+}
+
+// undo reverts everything the record names and deletes the record.
+func (l *ledger) undo() error {
+	if l.running() {
+		if l.Kind == "containerd" && l.Socket != "" {
+			syscall.Kill(l.Pid, syscall.SIGCONT)
+			if cc, err := dialSocket(l.Socket, 256<<20); err == nil {
+				removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
+				cc.Close()
+			}
+		}
+		signalAndWait(l.Pid, 15*time.Second)
+	}
+	if l.Socket != "" {
+		killShims(l.Socket)
+	}
+	var errs []error
+	for _, f := range l.Files {
+		os.Remove(f)
+	}
+	if l.Dir != "" {
+		removeLinksInto("/var/log/containers", l.Dir)
+	}
+	for _, d := range l.Created {
+		pruneEmpty(d)
+	}
+	if l.Dir != "" {
+		unmountUnder(l.Dir)
+		if err := os.RemoveAll(l.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.Cgroup != "" {
+		if err := removeCgroup(l.Cgroup); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, link := range l.Links {
+		deleteLink(link)
+	}
+	for k, v := range l.Sysctls {
+		if err := writeSysctl(k, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.remove()
+	return nil
+}
+
+// signalAndWait sends SIGTERM (SIGKILL after timeout) to a process that is
+// not our child, and waits until it is gone.
+func signalAndWait(pid int, timeout time.Duration) {
+	syscall.Kill(pid, syscall.SIGCONT)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(timeout)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(time.Hour)
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			return // a zombie of a dead parent: gone for our purposes
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// notExisting returns the paths that do not exist (yet).
+func notExisting(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pruneEmpty removes the empty directories of a tree, deepest first.
+func pruneEmpty(root string) {
+	var dirs []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		syscall.Rmdir(dirs[i]) // fails on a directory that is not empty
+	}
+}
+
+// removeLinksInto removes the symlinks in dir that point below target (the
+// kubelet's /var/log/containers links to its pods' logs).
+func removeLinksInto(dir, target string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if dest, err := os.Readlink(p); err == nil && strings.HasPrefix(dest, target+"/") {
+			os.Remove(p)
+		}
+	}
+}
+
+func sysctlPath(name string) string {
+	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
+}
+
+func readSysctl(name string) (string, error) {
+	b, err := os.ReadFile(sysctlPath(name))
+	return strings.TrimSpace(string(b)), err
+}
+
+func writeSysctl(name, value string) error {
+	return os.WriteFile(sysctlPath(name), []byte(value), 0o644)
+}
+
+// saveSysctls reads the current values of names; missing ones are skipped.
+func saveSysctls(names ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range names {
+		if v, err := readSysctl(n); err == nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// cgroupDirs is where the cgroup name lives: in every v1 hierarchy, or at
+// the root of the unified (v2) hierarchy.
+func cgroupDirs(name string) []string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return []string{filepath.Join("/sys/fs/cgroup", name)}
+	}
+	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range hier {
+		// cpu and cpuacct are often one hierarchy with two links to it.
+		real, err := filepath.EvalSymlinks(h)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
+		var st syscall.Statfs_t
+		if syscall.Statfs(real, &st) != nil || (st.Type != 0x27e0eb && st.Type != 0x63677270) {
+			continue // not a cgroup (v1: CGROUP_SUPER_MAGIC, v2: CGROUP2_SUPER_MAGIC) mount
+		}
+		out = append(out, filepath.Join(real, name))
+	}
+	return out
+}
+
+func makeCgroup(name string) error {
+	for _, d := range cgroupDirs(name) {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeCgroup removes a cgroup tree, deepest first; processes still in it
+// (none once the pods are gone) keep it, and that is an error.
+func removeCgroup(name string) error {
+	var errs []error
+	for _, root := range cgroupDirs(name) {
+		var dirs []string
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		// A cgroup empties a moment after its last process exits.
+		deadline := time.Now().Add(10 * time.Second)
+		for i := len(dirs) - 1; i >= 0; i-- {
+			var err error
+			for {
+				if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
+					err = nil
+					break
+				}
+				if time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rmdir %s: %w", dirs[i], err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func linkExists(name string) bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", name))
+	return err == nil
+}
+
+func deleteLink(name string) {
+	if linkExists(name) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		exec.CommandContext(ctx, "ip", "link", "delete", name).Run()
+	}
+}

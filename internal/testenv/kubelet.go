@@ -1,0 +1,506 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// KubeletVersion is the kubelet the tests run: k8s.io/kubernetes at this
+// version, built from the module proxy by scripts/build-kubelet.sh into
+// .tools/kubelet-<version> (make test does it, once).
+const KubeletVersion = "v1.37.2"
+
+// KubeletNode is the node name the harness's kubelet runs as.
+const KubeletNode = "pleg-test-node"
+
+// KubeletOptions configure a real kubelet.
+type KubeletOptions struct {
+	Binary string // the built kubelet
+	Dir    string // its root dir, certificates, manifests, logs and config
+	// Runtime is the private containerd it manages.
+	Runtime *Containerd
+	// MinContainerTTL keeps exited containers from the kubelet's container
+	// GC for this long (--minimum-container-ttl-duration): the harness
+	// creates pods through the CRI that the kubelet does not know, and their
+	// containers would otherwise go at the next GC (every minute).
+	MinContainerTTL time.Duration
+	FeatureGates    map[string]bool
+}
+
+// Kubelet is a real kubelet in standalone mode: static pods from a manifest
+// directory, no API server, every port on loopback.
+type Kubelet struct {
+	Dir       string
+	Manifests string // static pod manifests (checked every second)
+	// ReadOnlyAddr serves /metrics, /pods and /healthz without credentials.
+	ReadOnlyAddr string
+	HealthzAddr  string
+	LogPath      string
+	opts         KubeletOptions
+	ledger       *ledger
+	cmd          *exec.Cmd
+	log          *os.File
+	done         chan struct{}
+}
+
+// kubeletSysctls are what the kubelet's container manager sets
+// (setupKernelTunables in pkg/kubelet/cm): saved before it starts and put
+// back when it stops.
+var kubeletSysctls = []string{
+	"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes",
+}
+
+// KubeletBinary returns the kubelet the tests run: $KUBELET (make test sets
+// it to the cached build). The error wraps ErrUnavailable.
+func KubeletBinary() (string, error) {
+	p := os.Getenv("KUBELET")
+	if p == "" {
+		return "", fmt.Errorf("%w: KUBELET is not set (make test builds the kubelet %s into .tools/ and sets it)", ErrUnavailable, KubeletVersion)
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%w: kubelet %s: %v (make test builds it)", ErrUnavailable, p, err)
+	}
+	return p, nil
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+func kubeletConfig(o KubeletOptions, dir, cgroupRoot string, ports []int) string {
+	gates := ""
+	for k, v := range o.FeatureGates {
+		gates += fmt.Sprintf("  %s: %t\n", k, v)
+	}
+	if gates != "" {
+		gates = "featureGates:\n" + gates
+	}
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: %[1]q
+imageServiceEndpoint: %[1]q
+cgroupDriver: cgroupfs
+cgroupRoot: %[2]q
+# 1.37 refuses cgroup v1 unless told; the CI machines are v1.
+failCgroupV1: false
+failSwapOn: false
+staticPodPath: %[3]q
+fileCheckFrequency: 1s
+podLogsDir: %[4]q
+registerNode: false
+makeIPTablesUtilChains: false
+address: 127.0.0.1
+port: %[5]d
+readOnlyPort: %[6]d
+healthzBindAddress: 127.0.0.1
+healthzPort: %[7]d
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+# A test machine's disk may be fuller than a node's: no image GC, no
+# eviction of the test's pods.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "0%%"
+  nodefs.inodesFree: "0%%"
+  imagefs.available: "0%%"
+%[8]s`, "unix://"+o.Runtime.Socket, cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
+		ports[0], ports[1], ports[2], gates)
+}
+
+// StartKubelet starts a kubelet on o.Runtime and waits until its PLEG has
+// relisted once. Everything it changes on the host (sysctls, its cgroup
+// tree, the bind mount of its root dir) is recorded first, so Stop, or the
+// next run after a killed one, puts it back.
+func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
+	if o.Binary == "" {
+		if o.Binary, err = KubeletBinary(); err != nil {
+			return nil, err
+		}
+	}
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if o.Runtime == nil {
+		return nil, errors.New("kubelet: no runtime")
+	}
+	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"root", "certs", "manifests", "pod-logs"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	k = &Kubelet{
+		Dir: o.Dir, Manifests: filepath.Join(o.Dir, "manifests"), opts: o,
+		ReadOnlyAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]), HealthzAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		LogPath: filepath.Join(o.Dir, "kubelet.log"),
+	}
+	cfg := filepath.Join(o.Dir, "config.yaml")
+	// A cgroup root of its own: the kubelet's kubepods tree lives below it,
+	// apart from any real node's, and goes with it.
+	cgroupRoot := kubeletCgroupRoot(o.Dir)
+	if err := os.WriteFile(cfg, []byte(kubeletConfig(o, o.Dir, "/"+cgroupRoot, ports)), 0o600); err != nil {
+		return nil, err
+	}
+	if k.ledger, err = newLedger("kubelet", o.Dir); err != nil {
+		return nil, err
+	}
+	k.ledger.Marker = "--config=" + cfg
+	k.ledger.Sysctls = saveSysctls(kubeletSysctls...)
+	k.ledger.Cgroup = cgroupRoot
+	// Paths the kubelet uses whatever it is told: the device manager's
+	// socket, the /var/log/containers links (removed by their target).
+	k.ledger.Created = notExisting("/var/lib/kubelet", "/var/log/containers")
+	if len(notExisting("/var/lib/kubelet/device-plugins/kubelet.sock")) > 0 {
+		k.ledger.Files = []string{"/var/lib/kubelet/device-plugins/kubelet.sock"}
+	}
+	if err := k.ledger.save(); err != nil {
+		return nil, fmt.Errorf("record the kubelet in %s: %w", LedgerDir, err)
+	}
+	defer func() {
+		if err != nil {
+			k.Stop()
+		}
+	}()
+	if err := makeCgroup(cgroupRoot); err != nil {
+		return nil, fmt.Errorf("cgroup %s: %w", cgroupRoot, err)
+	}
+	args := []string{
+		"--config=" + cfg,
+		"--root-dir=" + filepath.Join(o.Dir, "root"),
+		"--cert-dir=" + filepath.Join(o.Dir, "certs"),
+		"--hostname-override=" + KubeletNode,
+		"--v=2",
+	}
+	if o.MinContainerTTL > 0 {
+		args = append(args, "--minimum-container-ttl-duration="+o.MinContainerTTL.String())
+	}
+	if err := k.start(args); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// kubeletCgroupRoot names the cgroup the kubelet in dir puts its pods under.
+func kubeletCgroupRoot(dir string) string {
+	return fmt.Sprintf("pleg-exporter-test-%08x", crc32.ChecksumIEEE([]byte(dir)))
+}
+
+func (k *Kubelet) start(args []string) error {
+	log, err := os.OpenFile(k.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(k.opts.Binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start kubelet: %w", err)
+	}
+	k.cmd, k.log, k.done = cmd, log, make(chan struct{})
+	go func() { cmd.Wait(); close(k.done) }()
+	k.ledger.Pid = cmd.Process.Pid
+	if err := k.ledger.save(); err != nil {
+		return err
+	}
+	// Ready when its PLEG has relisted once (kubelet_pleg_last_seen_seconds
+	// is set) and /healthz answers.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case <-k.done:
+			return fmt.Errorf("kubelet exited during start-up: %s", k.LogTail(25))
+		default:
+		}
+		if ms, err := k.Metrics(); err == nil {
+			if v, ok := Gauge(ms, "kubelet_pleg_last_seen_seconds", nil); ok && v > 0 {
+				if code, _ := httpGet("http://" + k.HealthzAddr + "/healthz"); code == http.StatusOK {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubelet not ready after 2m (no PLEG relist or /healthz): %s", k.LogTail(25))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Pid is the kubelet's process id.
+func (k *Kubelet) Pid() int { return k.cmd.Process.Pid }
+
+// Exited reports whether the kubelet process has ended.
+func (k *Kubelet) Exited() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop stops the kubelet, removes every pod of its runtime (the static pods
+// would otherwise keep running), and undoes its host changes: the bind
+// mount of its root dir, its cgroup tree, the sysctls; then its directory.
+func (k *Kubelet) Stop() error {
+	if k.cmd != nil {
+		k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(15 * time.Second):
+			k.cmd.Process.Kill()
+			<-k.done
+		}
+		k.log.Close()
+	}
+	if c := k.opts.Runtime; c != nil && c.cmd != nil {
+		if cc, err := c.Dial(256 << 20); err == nil {
+			removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
+			cc.Close()
+		}
+	}
+	if k.ledger == nil {
+		return nil
+	}
+	return k.ledger.undo()
+}
+
+// WriteStaticPod puts a pod manifest in the static pod directory; the
+// kubelet runs it as <name>-<node>.
+func (k *Kubelet) WriteStaticPod(pod *corev1.Pod) error {
+	if pod.APIVersion == "" {
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+	}
+	b, err := yaml.Marshal(pod)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(k.Dir, "."+pod.Name+".yaml")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	// Renamed into place, so the kubelet never reads half a file.
+	return os.Rename(tmp, filepath.Join(k.Manifests, pod.Name+".yaml"))
+}
+
+// RemoveStaticPod deletes a manifest: the kubelet stops the pod.
+func (k *Kubelet) RemoveStaticPod(name string) error {
+	return os.Remove(filepath.Join(k.Manifests, name+".yaml"))
+}
+
+// Metrics scrapes the kubelet's /metrics on its read-only port.
+func (k *Kubelet) Metrics() (map[string]*dto.MetricFamily, error) {
+	return ScrapeMetrics("http://" + k.ReadOnlyAddr + "/metrics")
+}
+
+// LogTail is the end of the kubelet's log.
+func (k *Kubelet) LogTail(lines int) string {
+	b, _ := os.ReadFile(k.LogPath)
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// LogLine is one line of the kubelet's log and the time klog stamped on it.
+type LogLine struct {
+	At   time.Time
+	Text string
+}
+
+// klog's header: Lmmdd hh:mm:ss.uuuuuu threadid file:line]
+var klogHeader = regexp.MustCompile(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) `)
+
+// FindLog returns the first line after since that contains every one of
+// substrs.
+func (k *Kubelet) FindLog(since time.Time, substrs ...string) (LogLine, bool) {
+	f, err := os.Open(k.LogPath)
+	if err != nil {
+		return LogLine{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		at, ok := klogTime(line, since)
+		if !ok || at.Before(since) {
+			continue
+		}
+		match := true
+		for _, s := range substrs {
+			if !strings.Contains(line, s) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return LogLine{At: at, Text: line}, true
+		}
+	}
+	return LogLine{}, false
+}
+
+// WaitLog polls the log for FindLog's line until timeout.
+func (k *Kubelet) WaitLog(since time.Time, timeout time.Duration, substrs ...string) (LogLine, bool) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if l, ok := k.FindLog(since, substrs...); ok {
+			return l, true
+		}
+		if time.Now().After(deadline) {
+			return LogLine{}, false
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// klogTime reads klog's header time (local time, no year: the year of ref).
+func klogTime(line string, ref time.Time) (time.Time, bool) {
+	m := klogHeader.FindStringSubmatch(line)
+	if m == nil {
+		return time.Time{}, false
+	}
+	var n [6]int
+	for i := range n {
+		fmt.Sscan(m[i+1], &n[i])
+	}
+	t := time.Date(ref.Year(), time.Month(n[0]), n[1], n[2], n[3], n[4], n[5]*1000, time.Local)
+	if t.Sub(ref) > 180*24*time.Hour { // the log is from December, ref from January
+		t = t.AddDate(-1, 0, 0)
+	}
+	return t, true
+}
+
+// ScrapeMetrics fetches and parses a Prometheus text exposition.
+func ScrapeMetrics(url string) (map[string]*dto.MetricFamily, error) {
+	cl := &http.Client{Timeout: 10 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(resp.Body)
+}
+
+// Gauge returns the value of the sample of name whose labels include
+// labels (a gauge's or counter's value, or an untyped one).
+func Gauge(ms map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	mf, ok := ms[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		if !hasLabels(m, labels) {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// ByLabel returns every sample of name keyed by the value of label.
+func ByLabel(ms map[string]*dto.MetricFamily, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	mf, ok := ms[name]
+	if !ok {
+		return out
+	}
+	for _, m := range mf.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				out[lp.GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	have := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		have[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func httpGet(url string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, string(b)
+}

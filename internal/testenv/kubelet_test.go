@@ -1,0 +1,358 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func requireKubelet(t *testing.T) string {
+	t.Helper()
+	bin, err := KubeletBinary()
+	if err == nil {
+		err = Check("containerd", "runc", "ctr", "busybox", "ip")
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" || !errors.Is(err, ErrUnavailable) {
+			t.Fatal(err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	return bin
+}
+
+// hostState is what the harness promises to put back.
+type hostState struct {
+	paths   map[string]bool // fixed host paths the daemons use: exist?
+	sysctls map[string]string
+	mounts  []string
+	ledgers []string
+}
+
+func readHostState(t *testing.T, dir string) hostState {
+	t.Helper()
+	s := hostState{sysctls: saveSysctls(append(kubeletSysctls, "net.ipv4.ip_forward")...), paths: map[string]bool{}}
+	for _, p := range []string{"/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd"} {
+		s.paths[p] = len(notExisting(p)) == 0
+	}
+	if links, _ := os.ReadDir("/var/log/containers"); len(links) > 0 {
+		s.paths["/var/log/containers/*"] = true
+	}
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir) {
+			s.mounts = append(s.mounts, f[4])
+		}
+	}
+	s.ledgers, _ = filepath.Glob(filepath.Join(LedgerDir, "*.json"))
+	return s
+}
+
+func staticSleeper(name string) *corev1.Pod {
+	grace := int64(1)
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: &grace,
+		Containers:                    []corev1.Container{{Name: "app", Image: Image, Command: []string{"/bin/sleep", "100000"}}},
+	}}
+}
+
+// waitRunning waits for a static pod's container, and returns its id.
+func waitRunning(ctx context.Context, c *Containerd, pod string) (string, error) {
+	cc, err := c.Dial(256 << 20)
+	if err != nil {
+		return "", err
+	}
+	defer cc.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(cc)
+	for {
+		resp, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{"io.kubernetes.pod.name": pod + "-" + KubeletNode},
+		}})
+		if err == nil && len(resp.GetContainers()) > 0 {
+			return resp.GetContainers()[0].GetId(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("static pod %s not running: %v", pod, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// The kubelet runs a static pod on a pod network, and Stop puts the host
+// back: the sysctls the kubelet and the bridge plugin set, the kubelet's
+// bind mount of its root dir, its cgroup tree, the bridge, the records.
+func TestKubeletStartsAndCleansUp(t *testing.T) {
+	bin := requireKubelet(t)
+	dir := t.TempDir()
+	before := readHostState(t, dir)
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+KubeletVersion {
+		t.Fatalf("%s --version: %q, %v; want Kubernetes %s (the Makefile's KUBELET_VERSION and testenv.KubeletVersion differ?)", bin, out, err, KubeletVersion)
+	}
+	c, err := StartContainerdWith(filepath.Join(dir, "containerd"), ContainerdOptions{PodNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	k, err := StartKubelet(KubeletOptions{Binary: bin, Dir: filepath.Join(dir, "kubelet"), Runtime: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			k.Stop()
+		}
+	}()
+	if v, _ := readSysctl("kernel.panic"); v != "10" {
+		t.Errorf("kernel.panic = %s under the kubelet, want 10 (its container manager sets it): is the list of sysctls to restore still right?", v)
+	}
+	pod := staticSleeper("netpod")
+	pod.Spec.HostNetwork = false
+	if err := k.WriteStaticPod(pod); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := waitRunning(ctx, c, "netpod")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, k.LogTail(20))
+	}
+	ip := podIP(t, c, id)
+	_, subnet, _ := net.ParseCIDR(c.Subnet)
+	if !subnet.Contains(net.ParseIP(ip)) {
+		t.Errorf("pod IP %q, want one in %s", ip, c.Subnet)
+	}
+	t.Logf("kubelet %s ran a static pod at %s on bridge %s", KubeletVersion, ip, c.Bridge)
+	if !linkExists(c.Bridge) {
+		t.Errorf("no bridge %s after a pod-network pod started", c.Bridge)
+	}
+	if entries, _ := os.ReadDir("/var/run/netns"); len(entries) > 0 {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "cni-") {
+				t.Errorf("network namespace %s in /var/run/netns: the private containerd should keep them in its state dir", e.Name())
+			}
+		}
+	}
+	if err := k.Stop(); err != nil {
+		t.Errorf("kubelet Stop: %v", err)
+	}
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Errorf("containerd Stop: %v", err)
+	}
+	after := readHostState(t, dir)
+	for name, v := range before.sysctls {
+		if after.sysctls[name] != v {
+			t.Errorf("sysctl %s = %s after Stop, was %s", name, after.sysctls[name], v)
+		}
+	}
+	if len(after.mounts) > 0 {
+		t.Errorf("mounts left under %s: %v", dir, after.mounts)
+	}
+	for p, existed := range before.paths {
+		if after.paths[p] != existed {
+			t.Errorf("%s: existed %t before, %t after", p, existed, after.paths[p])
+		}
+	}
+	if fmt.Sprint(after.ledgers) != fmt.Sprint(before.ledgers) {
+		t.Errorf("records in %s: %v, were %v", LedgerDir, after.ledgers, before.ledgers)
+	}
+	if linkExists(c.Bridge) {
+		t.Errorf("bridge %s left", c.Bridge)
+	}
+	for _, d := range cgroupDirs(k.ledger.Cgroup) {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left", d)
+		}
+	}
+}
+
+// A run killed with SIGKILL leaves a kubelet, its runtime, a running pod,
+// mounts, cgroups and sysctls behind; the next run's CleanLeftovers removes
+// all of it. The killed run is this test binary started again as a child.
+func TestLeftoversOfAKilledRun(t *testing.T) {
+	if os.Getenv("PLEG_TEST_KILLED_RUN") != "" {
+		killedRun()
+		return
+	}
+	bin := requireKubelet(t)
+	dir := t.TempDir()
+	before := readHostState(t, dir)
+	child := exec.Command(os.Args[0], "-test.run=^TestLeftoversOfAKilledRun$", "-test.v")
+	child.Env = append(os.Environ(), "PLEG_TEST_KILLED_RUN="+dir, "KUBELET="+bin)
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		var all string
+		for {
+			n, err := stdout.Read(buf)
+			all += string(buf[:n])
+			if i := strings.Index(all, "READY "); i >= 0 && strings.Contains(all[i:], "\n") {
+				ready <- strings.TrimSpace(all[i+6 : i+strings.Index(all[i:], "\n")])
+				return
+			}
+			if err != nil {
+				ready <- "FAILED: " + all
+				return
+			}
+		}
+	}()
+	var line string
+	select {
+	case line = <-ready:
+	case <-time.After(3 * time.Minute):
+		child.Process.Kill()
+		t.Fatal("the child run never got its kubelet and pod up")
+	}
+	if strings.HasPrefix(line, "FAILED") {
+		child.Wait()
+		t.Fatal(line)
+	}
+	var kubeletPid, containerdPid int
+	fmt.Sscan(line, &kubeletPid, &containerdPid)
+	// The test process dies; its kubelet, containerd and pod do not.
+	child.Process.Kill()
+	child.Wait()
+	time.Sleep(time.Second)
+	for _, pid := range []int{kubeletPid, containerdPid} {
+		if syscall.Kill(pid, 0) != nil {
+			t.Fatalf("pid %d died with the test process: nothing is left to clean", pid)
+		}
+	}
+	if v, _ := readSysctl("kernel.panic"); v == before.sysctls["kernel.panic"] && v != "10" {
+		t.Fatalf("kernel.panic is %s with the leftover kubelet running", v)
+	}
+
+	done, err := CleanLeftovers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CleanLeftovers: %s", strings.Join(done, "; "))
+	if len(done) != 2 {
+		t.Errorf("CleanLeftovers removed %d records, want 2 (kubelet and containerd)", len(done))
+	}
+	for _, pid := range []int{kubeletPid, containerdPid} {
+		if syscall.Kill(pid, 0) == nil {
+			if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(st), ") Z ") {
+				t.Errorf("pid %d still runs", pid)
+			}
+		}
+	}
+	if shims := shimsOf(filepath.Join(dir, "containerd", "containerd.sock")); len(shims) > 0 {
+		t.Errorf("shims still run: %v", shims)
+	}
+	after := readHostState(t, dir)
+	for name, v := range before.sysctls {
+		if after.sysctls[name] != v {
+			t.Errorf("sysctl %s = %s after the cleanup, was %s", name, after.sysctls[name], v)
+		}
+	}
+	if len(after.mounts) > 0 {
+		t.Errorf("mounts left under %s: %v", dir, after.mounts)
+	}
+	for p, existed := range before.paths {
+		if after.paths[p] != existed {
+			t.Errorf("%s: existed %t before, %t after", p, existed, after.paths[p])
+		}
+	}
+	if fmt.Sprint(after.ledgers) != fmt.Sprint(before.ledgers) {
+		t.Errorf("records in %s: %v, were %v", LedgerDir, after.ledgers, before.ledgers)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err == nil {
+		t.Errorf("%s/kubelet left", dir)
+	}
+	if cg := cgroupDirs(kubeletCgroupRoot(filepath.Join(dir, "kubelet"))); len(cg) > 0 {
+		if _, err := os.Stat(cg[0]); err == nil {
+			t.Errorf("cgroup %s left", cg[0])
+		}
+	}
+}
+
+// killedRun is the child: a containerd, a kubelet and a running static pod
+// on a pod network, then it waits to be killed.
+func killedRun() {
+	dir := os.Getenv("PLEG_TEST_KILLED_RUN")
+	fail := func(err error) {
+		fmt.Printf("FAILED %v\n", err)
+		os.Exit(1)
+	}
+	c, err := StartContainerdWith(filepath.Join(dir, "containerd"), ContainerdOptions{PodNetwork: true})
+	if err != nil {
+		fail(err)
+	}
+	k, err := StartKubelet(KubeletOptions{Dir: filepath.Join(dir, "kubelet"), Runtime: c})
+	if err != nil {
+		fail(err)
+	}
+	pod := staticSleeper("orphan")
+	pod.Spec.HostNetwork = false
+	if err := k.WriteStaticPod(pod); err != nil {
+		fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := waitRunning(ctx, c, "orphan"); err != nil {
+		fail(err)
+	}
+	fmt.Printf("READY %d %d\n", k.Pid(), c.Pid())
+	time.Sleep(time.Hour)
+}
+
+func podIP(t *testing.T, c *Containerd, containerID string) string {
+	t.Helper()
+	cc, err := c.Dial(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(cc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{Id: containerID}})
+	if err != nil || len(cs.GetContainers()) != 1 {
+		t.Fatalf("container %s: %v", containerID, err)
+	}
+	ss, err := rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: cs.GetContainers()[0].GetPodSandboxId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss.GetStatus().GetNetwork().GetIp()
+}
+
+func shimsOf(socket string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), "containerd-shim") && strings.Contains(string(b), socket) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
