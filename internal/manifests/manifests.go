@@ -44,10 +44,15 @@ func DaemonSet(dir string) (*appsv1.DaemonSet, error) {
 
 // StaticPod turns a DaemonSet's pod template into a pod a kubelet runs from
 // its manifest directory: the same metadata, image, args, env, probes,
-// securityContext and volumes. The one change is where a hostPath points:
-// hostPaths maps each of the DaemonSet's host paths to the directory that
-// stands for it on the test machine (a private runtime's socket directory
-// instead of /run/containerd); an unmapped hostPath is an error.
+// securityContext and volumes. Two things change:
+//   - where a hostPath points: hostPaths maps each of the DaemonSet's host
+//     paths to the directory that stands for it on the test machine (a
+//     private runtime's directory instead of /run/containerd); an unmapped
+//     hostPath is an error;
+//   - serviceAccountName goes: the kubelet refuses a static pod that names
+//     one ("static pods may not reference serviceaccounts"), and with no
+//     token mounted (automountServiceAccountToken: false, required here) the
+//     account gives the pod nothing.
 func StaticPod(ds *appsv1.DaemonSet, hostPaths map[string]string) (*corev1.Pod, error) {
 	tpl := ds.Spec.Template.DeepCopy()
 	pod := &corev1.Pod{
@@ -57,6 +62,12 @@ func StaticPod(ds *appsv1.DaemonSet, hostPaths map[string]string) (*corev1.Pod, 
 			Labels: tpl.Labels, Annotations: tpl.Annotations,
 		},
 		Spec: tpl.Spec,
+	}
+	if pod.Spec.ServiceAccountName != "" || pod.Spec.DeprecatedServiceAccount != "" {
+		if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
+			return nil, fmt.Errorf("the pod mounts the token of service account %q: a static pod cannot have it", pod.Spec.ServiceAccountName)
+		}
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
 	}
 	for i, v := range pod.Spec.Volumes {
 		if v.HostPath == nil {

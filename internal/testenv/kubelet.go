@@ -343,6 +343,12 @@ func (k *Kubelet) Metrics() (map[string]*dto.MetricFamily, error) {
 	return ScrapeMetrics("http://" + k.ReadOnlyAddr + "/metrics")
 }
 
+// ProbeMetrics scrapes /metrics/probes: prober_probe_total, the results of
+// the liveness, readiness and startup probes the kubelet runs.
+func (k *Kubelet) ProbeMetrics() (map[string]*dto.MetricFamily, error) {
+	return ScrapeMetrics("http://" + k.ReadOnlyAddr + "/metrics/probes")
+}
+
 // LogTail is the end of the kubelet's log.
 func (k *Kubelet) LogTail(lines int) string {
 	b, _ := os.ReadFile(k.LogPath)

@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+// The kubelet's PLEG threshold (genericPlegRelistThreshold).
+const plegThreshold = 180 * time.Second
+
+// The kubelet's own log lines.
+const (
+	logRelistFailed = "GenericPLEG: Unable to retrieve pods"
+	logGCFailed     = "Container garbage collection failed"
+	logNotHealthy   = "PLEG is not healthy"
+)
+
+// flood adds never-started containers with 64 KiB annotations, as a CronJob
+// that leaves containers behind does over weeks, until the unfiltered
+// ListContainers answer is 1 MiB past the limit. They go into pods the
+// kubelet does not know; it stops such a sandbox within a second or two,
+// after which containerd creates no container in it, so a new pod follows.
+func flood(ctx context.Context, rs runtimeapi.RuntimeServiceClient, pc *testenv.PodClient) (ids []string, pods []*testenv.Pod, v view, err error) {
+	pad := strings.Repeat("p", 64<<10)
+	var pod *testenv.Pod
+	failures := 0
+	for len(pods) < 300 {
+		if pod == nil {
+			if pod, err = pc.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", len(pods))); err != nil {
+				return ids, pods, v, err
+			}
+			pods = append(pods, pod)
+		}
+		id, err := pc.CreateContainer(ctx, pod, testenv.ContainerSpec{
+			Name: "leak", Attempt: uint32(len(ids)), ExtraAnnotations: map[string]string{"example.com/payload": pad},
+		})
+		if err != nil {
+			// Stopped by the kubelet (or being stopped: its task gone before
+			// its state says so). Five pods in a row that take nothing is
+			// something else.
+			if failures++; failures > 5 {
+				return ids, pods, v, err
+			}
+			pod = nil
+			continue
+		}
+		failures = 0
+		ids = append(ids, id)
+		if len(ids)%8 == 0 {
+			if v, err = runtimeView(ctx, rs); err != nil {
+				return ids, pods, v, err
+			}
+			if v.containerBytes > grpcLimit+1<<20 {
+				return ids, pods, v, nil
+			}
+		}
+	}
+	return ids, pods, v, fmt.Errorf("%d pods stopped by the kubelet before the answer passed the limit", len(pods))
+}
+
+func removeAll(rs runtimeapi.RuntimeServiceClient, ids []string, pods []*testenv.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+	}
+	for _, p := range pods {
+		rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.ID})
+		rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.ID})
+	}
+}
+
+// The overflow on the kubelet's own clock: ListContainers past 16 MiB; the
+// kubelet's first failed relist, its failed container GC and its "PLEG is
+// not healthy" from its log; the first alert at the webhook at least 120 s
+// before that; the exporter exact while the kubelet's counts are frozen and
+// its relist-duration histogram looks healthy.
+func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver, rs runtimeapi.RuntimeServiceClient, pc *testenv.PodClient) {
+	start := time.Now()
+	ids, pods, v, err := flood(ctx, rs, pc)
+	removed := false
+	defer func() {
+		if !removed {
+			removeAll(rs, ids, pods)
+		}
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("overflow: %d padded containers in %d pods in %s; ListContainers answer %d bytes (limit %d)",
+		len(ids), len(pods), time.Since(start).Round(time.Second), int(v.containerBytes), grpcLimit)
+
+	failed, ok := st.Kubelet.WaitLog(start, time.Minute, logRelistFailed, "ResourceExhausted")
+	if !ok {
+		t.Fatalf("the kubelet logged no failed relist within 1m of the answer passing the limit:\n%s", st.Kubelet.LogTail(30))
+	}
+	t.Logf("overflow: the kubelet's first failed relist: %s", clip(failed.Text, 300))
+	k1, err := st.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozenCount := sum(testenv.ByLabel(k1, "kubelet_running_containers", "container_state"))
+	frozenSeen, _ := testenv.Gauge(k1, "kubelet_pleg_last_seen_seconds", nil)
+	c1, s1, b1 := histogram(k1, "kubelet_pleg_relist_duration_seconds", 1)
+
+	// The exporter keeps counting exactly (payload bytes included) past the
+	// limit, while the kubelet's counts stay where its last relist left them.
+	deadline := time.Now().Add(3 * relistInterval)
+	for {
+		exp, err := scrapeExporter(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := runtimeView(ctx, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := exporterDiff(exp, now)
+		if len(diff) == 0 {
+			t.Logf("overflow: the exporter counts %d containers and %d bytes, the runtime's answer; the kubelet's kubelet_running_containers stays at %v",
+				now.total, int(now.containerBytes), frozenCount)
+			if frozenCount >= float64(now.total) {
+				t.Errorf("kubelet_running_containers sums to %v with %d containers in the runtime: it should be stuck below", frozenCount, now.total)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter did not match the runtime within %s of the overflow:\n%s", 3*relistInterval, strings.Join(diff, "\n"))
+		}
+		time.Sleep(time.Second)
+	}
+
+	notHealthy, ok := st.Kubelet.WaitLog(failed.At, time.Until(failed.At.Add(plegThreshold+time.Minute)), logNotHealthy)
+	if !ok {
+		t.Fatalf("the kubelet did not report %q within its threshold + 60 s of its first failed relist:\n%s", logNotHealthy, st.Kubelet.LogTail(40))
+	}
+	t.Logf("overflow: the kubelet: %s", clip(notHealthy.Text, 300))
+	k2, err := st.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, gcOK := st.Kubelet.FindLog(start, logGCFailed)
+	first, fromExporter, alerted := firstAlerts(rec, start)
+	overLimit, _ := rec.find(start, plegAlert("PLEGPayloadOverLimit"))
+
+	// The kubelet's own signals while it fails: frozen counts and last-seen,
+	// a relist-duration histogram that looks healthy.
+	if c := sum(testenv.ByLabel(k2, "kubelet_running_containers", "container_state")); c != frozenCount {
+		t.Errorf("kubelet_running_containers moved from %v to %v while every relist failed", frozenCount, c)
+	}
+	if s, _ := testenv.Gauge(k2, "kubelet_pleg_last_seen_seconds", nil); s != frozenSeen {
+		t.Errorf("kubelet_pleg_last_seen_seconds moved from %v to %v while every relist failed", frozenSeen, s)
+	}
+	c2, s2, b2 := histogram(k2, "kubelet_pleg_relist_duration_seconds", 1)
+	n, mean := c2-c1, (s2-s1)/(c2-c1)
+	t.Logf("overflow: the kubelet relisted %v times between its first failure and PLEG is not healthy, all failed; kubelet_pleg_relist_duration_seconds saw a mean of %.0f ms, %v of them under 1 s: the histogram looks healthy",
+		n, mean*1000, b2-b1)
+	if n < 60 || b2-b1 != n || mean > 0.5 {
+		t.Errorf("kubelet_pleg_relist_duration_seconds: %v relists, %v under 1 s, mean %.3f s: want the failed relists fast and frequent", n, b2-b1, mean)
+	}
+
+	at := func(tm time.Time) string { return fmt.Sprintf("T0%+.1fs", tm.Sub(failed.At).Seconds()) }
+	gcAt := "not seen"
+	if gcOK {
+		gcAt = at(gc.At)
+	} else {
+		t.Errorf("the kubelet logged no %q", logGCFailed)
+	}
+	if !alerted {
+		t.Fatalf("no PLEG alert reached the webhook before the kubelet's %q", logNotHealthy)
+	}
+	t.Logf("overflow timeline (T0 = the kubelet's first failed relist %s): container GC failed %s; first alert %s at the webhook %s; first exporter alert %s %s; PLEGPayloadOverLimit %s; PLEG is not healthy %s; lead time %s",
+		failed.At.Format("15:04:05.000"), gcAt, alertName(first), at(first.at), alertName(fromExporter), at(fromExporter.at),
+		at(overLimit.at), at(notHealthy.At), notHealthy.At.Sub(first.at).Round(100*time.Millisecond))
+	if lead := notHealthy.At.Sub(fromExporter.at); fromExporter.at.IsZero() || lead < 120*time.Second {
+		t.Errorf("the exporter's first alert came %s before the kubelet's PLEG is not healthy, want at least 120s", lead)
+	}
+
+	// Recovery: the containers go, the kubelet relists again.
+	del := time.Now()
+	removeAll(rs, ids, pods)
+	removed = true
+	for {
+		k, err := st.Kubelet.Metrics()
+		if err == nil {
+			if s, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil); s > frozenSeen {
+				t.Logf("overflow: the kubelet relisted again %s after the removal of %d containers started", time.Since(del).Round(100*time.Millisecond), len(ids))
+				break
+			}
+		}
+		if time.Since(del) > 3*time.Minute {
+			t.Fatalf("the kubelet did not relist within 3m of the removal:\n%s", st.Kubelet.LogTail(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// The freeze: SIGSTOP the runtime; the first alert at the webhook at least
+// 90 s before the kubelet's "PLEG is not healthy"; SIGCONT; every alert
+// resolves and the kubelet relists again.
+func frozen(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver) {
+	k, err := st.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil)
+	t0 := time.Now()
+	if err := st.Containerd.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			st.Containerd.Thaw()
+		}
+	}()
+	lastSeen := time.Unix(int64(seen), 0)
+	notHealthy, ok := st.Kubelet.WaitLog(t0, time.Until(lastSeen.Add(plegThreshold+time.Minute)), logNotHealthy)
+	if !ok {
+		t.Fatalf("the kubelet did not report %q within its threshold + 60 s of its last relist:\n%s", logNotHealthy, st.Kubelet.LogTail(40))
+	}
+	t.Logf("frozen runtime: the kubelet: %s", clip(notHealthy.Text, 300))
+	first, fromExporter, alerted := firstAlerts(rec, t0)
+	if !alerted {
+		t.Fatalf("no PLEG alert reached the webhook before the kubelet's %q", logNotHealthy)
+	}
+	at := func(tm time.Time) string { return fmt.Sprintf("T0%+.1fs", tm.Sub(t0).Seconds()) }
+	t.Logf("frozen runtime timeline (T0 = SIGSTOP %s, the kubelet's last relist %s): first alert %s at the webhook %s; first exporter alert %s %s; PLEG is not healthy %s; lead time %s",
+		t0.Format("15:04:05.000"), at(lastSeen), alertName(first), at(first.at), alertName(fromExporter), at(fromExporter.at),
+		at(notHealthy.At), notHealthy.At.Sub(first.at).Round(100*time.Millisecond))
+	if lead := notHealthy.At.Sub(fromExporter.at); fromExporter.at.IsZero() || lead < 90*time.Second {
+		t.Errorf("the exporter's first alert came %s before the kubelet's PLEG is not healthy, want at least 90s", lead)
+	}
+
+	if err := st.Containerd.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	t1 := time.Now()
+	for {
+		k, err := st.Kubelet.Metrics()
+		if err == nil {
+			if s, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil); s > seen {
+				break
+			}
+		}
+		if time.Since(t1) > 3*time.Minute {
+			t.Fatalf("the kubelet did not relist within 3m of SIGCONT:\n%s", st.Kubelet.LogTail(20))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	relisted := time.Since(t1)
+	if err := waitQuiet(ctx, st, 5*time.Minute); err != nil {
+		t.Fatalf("after SIGCONT: %v", err)
+	}
+	t.Logf("frozen runtime: after SIGCONT the kubelet relisted in %s and every alert resolved in %s", relisted.Round(100*time.Millisecond), time.Since(t1).Round(time.Second))
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,52 @@
+package manifests
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+)
+
+func TestStaticPodKeepsThePodTemplate(t *testing.T) {
+	ds, err := DaemonSet("../../deploy/kubernetes/overlays/containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := StaticPod(ds, map[string]string{"/run/containerd": "/tmp/private/containerd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := ds.Spec.Template.Spec, pod.Spec
+	if !reflect.DeepEqual(got.Containers, want.Containers) || !reflect.DeepEqual(got.SecurityContext, want.SecurityContext) {
+		t.Error("containers or securityContext changed")
+	}
+	if got.Volumes[0].HostPath.Path != "/tmp/private/containerd" || want.Volumes[0].HostPath.Path != "/run/containerd" {
+		t.Errorf("hostPath %s (DaemonSet %s)", got.Volumes[0].HostPath.Path, want.Volumes[0].HostPath.Path)
+	}
+	if got.ServiceAccountName != "" || want.ServiceAccountName == "" {
+		t.Errorf("serviceAccountName %q (DaemonSet %q): a static pod may not name one", got.ServiceAccountName, want.ServiceAccountName)
+	}
+	got.Volumes, want.Volumes = nil, nil
+	got.ServiceAccountName, want.ServiceAccountName = "", ""
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pod spec differs beyond the hostPath and service account:\n%+v\n%+v", got, want)
+	}
+	if pod.Name != ds.Name || pod.Namespace != ds.Namespace || !reflect.DeepEqual(pod.Labels, ds.Spec.Template.Labels) {
+		t.Errorf("metadata %s/%s %v", pod.Namespace, pod.Name, pod.Labels)
+	}
+}
+
+func TestStaticPodRefusals(t *testing.T) {
+	ds, err := DaemonSet("../../deploy/kubernetes/overlays/containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StaticPod(ds, nil); err == nil || !strings.Contains(err.Error(), "/run/containerd") {
+		t.Errorf("unmapped hostPath: %v", err)
+	}
+	ds.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(true)
+	if _, err := StaticPod(ds, map[string]string{"/run/containerd": "/x"}); err == nil {
+		t.Error("a pod that mounts its service account token became a static pod")
+	}
+}
