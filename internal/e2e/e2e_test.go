@@ -163,7 +163,14 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}()
 	t.Logf("stack with kubelet %s up in %s", testenv.KubeletVersion, time.Since(t0).Round(time.Second))
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	// Every wait ends 3 minutes before go test's own deadline, which would
+	// panic past the deferred teardown (the next run would clean up, but
+	// this one should).
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-3*time.Minute))
 	defer cancel()
 	cc, err := st.Containerd.Dial(256 << 20)
 	if err != nil {

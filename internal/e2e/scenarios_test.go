@@ -163,8 +163,8 @@ func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver,
 	n, mean := c2-c1, (s2-s1)/(c2-c1)
 	t.Logf("overflow: the kubelet relisted %v times between its first failure and PLEG is not healthy, all failed; kubelet_pleg_relist_duration_seconds saw a mean of %.0f ms, %v of them under 1 s: the histogram looks healthy",
 		n, mean*1000, b2-b1)
-	if n < 60 || b2-b1 != n || mean > 0.5 {
-		t.Errorf("kubelet_pleg_relist_duration_seconds: %v relists, %v under 1 s, mean %.3f s: want the failed relists fast and frequent", n, b2-b1, mean)
+	if n < 60 || b2-b1 < 0.95*n || mean > 0.5 {
+		t.Errorf("kubelet_pleg_relist_duration_seconds: %v relists, %v under 1 s, mean %.3f s: want the failed relists fast (95%% under 1 s, mean under 0.5 s) and frequent", n, b2-b1, mean)
 	}
 
 	at := func(tm time.Time) string { return fmt.Sprintf("T0%+.1fs", tm.Sub(failed.At).Seconds()) }

@@ -294,7 +294,9 @@ func (s *Stack) Stop() {
 		s.Dockerd.Stop()
 	}
 	if s.Containerd != nil {
-		s.Containerd.Stop()
+		if err := s.Containerd.Stop(); err != nil {
+			fmt.Fprintf(s.opts.Log, "containerd teardown: %v\n", err)
+		}
 	}
 }
 

@@ -94,10 +94,45 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 }
 
 // podNetwork names the bridge and subnet of the private containerd in dir:
-// derived from dir, so two instances do not share them.
-func podNetwork(dir string) (bridge, subnet string) {
+// derived from dir, so two instances do not share them, and a /24 of
+// 10.254/16 that no route of the host's covers yet (a network the host
+// already reaches is not taken over).
+func podNetwork(dir string) (bridge, subnet string, err error) {
 	h := crc32.ChecksumIEEE([]byte(dir))
-	return fmt.Sprintf("plegbr%08x", h)[:14], fmt.Sprintf("10.254.%d.0/24", h%250+1)
+	routes, _ := os.ReadFile("/proc/net/route")
+	for i := uint32(0); i < 250; i++ {
+		n := (h+i)%250 + 1
+		if !routed(string(routes), [4]byte{10, 254, byte(n), 0}) {
+			return fmt.Sprintf("plegbr%08x", h)[:14], fmt.Sprintf("10.254.%d.0/24", n), nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: every /24 of 10.254.0.0/16 is routed on this host", ErrUnavailable)
+}
+
+// routed reports whether a route of /proc/net/route other than the default
+// one overlaps the /24 at net.
+func routed(table string, net [4]byte) bool {
+	lines := strings.Split(table, "\n")
+	for _, line := range lines[min(1, len(lines)):] {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		var dst, mask uint32
+		fmt.Sscanf(f[1], "%x", &dst)
+		fmt.Sscanf(f[7], "%x", &mask)
+		if mask == 0 {
+			continue
+		}
+		// /proc/net/route is little-endian: the first octet is the low byte.
+		ours := uint32(net[0]) | uint32(net[1])<<8 | uint32(net[2])<<16
+		ourMask := uint32(0x00ffffff)
+		m := mask & ourMask
+		if dst&m == ours&m {
+			return true
+		}
+	}
+	return false
 }
 
 func cniConfig(dir, bridge, subnet string) string {
@@ -184,9 +219,12 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 	// whatever its config says; go-cni caches results in /var/lib/cni.
 	l.Created = notExisting("/run/containerd", "/var/lib/cni")
 	if opts.PodNetwork {
-		c.Bridge, c.Subnet = podNetwork(dir)
-		// The bridge plugin turns forwarding on for a gateway bridge.
-		l.Sysctls = saveSysctls("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+		if c.Bridge, c.Subnet, err = podNetwork(dir); err != nil {
+			return nil, err
+		}
+		// The bridge plugin turns IPv4 forwarding on for a gateway bridge.
+		l.Sysctls = saveSysctls("net.ipv4.ip_forward")
+		l.SetTo = map[string]string{"net.ipv4.ip_forward": "1"}
 		l.Links = []string{c.Bridge}
 		if err := os.WriteFile(filepath.Join(dir, "cni", "conf", "10-pleg-test.conflist"), []byte(cniConfig(dir, c.Bridge, c.Subnet)), 0o600); err != nil {
 			return nil, err
@@ -328,16 +366,27 @@ func (c *Containerd) Stop() error {
 	return os.RemoveAll(c.Dir)
 }
 
+// removeAllPods stops and removes every sandbox (and so its containers),
+// each call with a deadline of its own.
 func removeAllPods(rs runtimeapi.RuntimeServiceClient) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	resp, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return
+	call := func(f func(context.Context)) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		f(ctx)
 	}
-	for _, s := range resp.GetItems() {
-		rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()})
-		rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()})
+	var items []*runtimeapi.PodSandbox
+	call(func(ctx context.Context) {
+		if resp, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+			items = resp.GetItems()
+		}
+	})
+	for _, s := range items {
+		call(func(ctx context.Context) {
+			rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.GetId()})
+		})
+		call(func(ctx context.Context) {
+			rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.GetId()})
+		})
 	}
 }
 

@@ -35,8 +35,11 @@ type ledger struct {
 	Marker string `json:"marker"`
 	Dir    string `json:"dir"`              // removed, after every mount below it
 	Socket string `json:"socket,omitempty"` // containerd: its pods and shims go first
-	// Sysctls holds the values before the daemon ran, restored as they were.
+	// Sysctls holds the values before the daemon ran, restored as they
+	// were, unless the value is no longer the one the daemon set (SetTo):
+	// then someone else changed it since, and it stays.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
+	SetTo   map[string]string `json:"set_to,omitempty"`
 	Cgroup  string            `json:"cgroup,omitempty"` // a cgroup tree, removed in every hierarchy
 	Links   []string          `json:"links,omitempty"`  // network interfaces deleted
 	// Created are host directories that did not exist before the daemon
@@ -91,13 +94,34 @@ func alive(pid int, start string) bool {
 	return err == nil && s == start
 }
 
-// running reports whether pid is still the daemon the ledger names.
+// running reports whether pid is still the daemon the ledger names. A
+// record saved before the daemon's pid was known (a run killed in between)
+// finds it by its marker.
 func (l *ledger) running() bool {
 	if l.Pid <= 0 {
-		return false
+		l.Pid = findByArg(l.Marker)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", l.Pid))
-	return err == nil && strings.Contains(string(b), "\x00"+l.Marker)
+	return l.Pid > 0 && hasArg(l.Pid, l.Marker)
+}
+
+func hasArg(pid int, arg string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && strings.Contains("\x00"+string(b), "\x00"+arg+"\x00")
+}
+
+// findByArg is the pid of a process with arg among its arguments, or 0.
+func findByArg(arg string) int {
+	if arg == "" {
+		return 0
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err == nil && pid != os.Getpid() && hasArg(pid, arg) {
+			return pid
+		}
+	}
+	return 0
 }
 
 // CleanLeftovers undoes what daemons of a test process that no longer runs
@@ -191,6 +215,11 @@ func (l *ledger) undo() error {
 		deleteLink(link)
 	}
 	for k, v := range l.Sysctls {
+		if set, ok := l.SetTo[k]; ok {
+			if now, err := readSysctl(k); err != nil || now != set {
+				continue
+			}
+		}
 		if err := writeSysctl(k, v); err != nil {
 			errs = append(errs, err)
 		}
@@ -207,11 +236,14 @@ func (l *ledger) undo() error {
 func signalAndWait(pid int, timeout time.Duration) {
 	syscall.Kill(pid, syscall.SIGCONT)
 	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(timeout)
+	deadline, killed := time.Now().Add(timeout), false
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
+			if killed {
+				return // stuck in the kernel; nothing more to do from here
+			}
 			syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(time.Hour)
+			deadline, killed = time.Now().Add(30*time.Second), true
 		}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
 			return // a zombie of a dead parent: gone for our purposes
@@ -220,13 +252,23 @@ func signalAndWait(pid int, timeout time.Duration) {
 	}
 }
 
-// notExisting returns the paths that do not exist (yet).
+// notExisting returns, for each path that does not exist (yet), the
+// topmost of its directories that does not exist either: what creating it
+// would create.
 func notExisting(paths ...string) []string {
 	var out []string
 	for _, p := range paths {
-		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-			out = append(out, p)
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			continue
 		}
+		top := p
+		for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			top = d
+		}
+		out = append(out, top)
 	}
 	return out
 }
@@ -327,6 +369,18 @@ func removeCgroup(name string) error {
 			}
 			return nil
 		})
+		// Processes left in the tree (a pod whose shim was killed because
+		// its runtime could not remove it) are ours by construction.
+		for _, d := range dirs {
+			if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					var pid int
+					if _, err := fmt.Sscan(f, &pid); err == nil && pid > 0 {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+		}
 		// A cgroup empties a moment after its last process exits.
 		deadline := time.Now().Add(10 * time.Second)
 		for i := len(dirs) - 1; i >= 0; i-- {

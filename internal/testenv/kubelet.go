@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,6 +58,10 @@ type Kubelet struct {
 	LogPath      string
 	opts         KubeletOptions
 	ledger       *ledger
+	logMu        sync.Mutex
+	logOffset    int64
+	logPartial   string
+	logLines     []LogLine
 	cmd          *exec.Cmd
 	log          *os.File
 	done         chan struct{}
@@ -198,11 +202,13 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	k.ledger.Sysctls = saveSysctls(kubeletSysctls...)
 	k.ledger.Cgroup = cgroupRoot
 	// Paths the kubelet uses whatever it is told: the device manager's
-	// socket, the /var/log/containers links (removed by their target).
-	k.ledger.Created = notExisting("/var/lib/kubelet", "/var/log/containers")
-	if len(notExisting("/var/lib/kubelet/device-plugins/kubelet.sock")) > 0 {
-		k.ledger.Files = []string{"/var/lib/kubelet/device-plugins/kubelet.sock"}
+	// directory (it deletes every socket in it at start-up), the
+	// /var/log/containers links (removed by their target).
+	if err := deviceManagerFree(); err != nil {
+		return nil, err
 	}
+	k.ledger.Created = notExisting("/var/lib/kubelet/device-plugins", "/var/log/containers")
+	k.ledger.Files = []string{"/var/lib/kubelet/device-plugins/kubelet.sock"}
 	if err := k.ledger.save(); err != nil {
 		return nil, fmt.Errorf("record the kubelet in %s: %w", LedgerDir, err)
 	}
@@ -227,7 +233,37 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if err := k.start(args); err != nil {
 		return nil, err
 	}
+	// From now on a sysctl that no longer holds the kubelet's value was
+	// changed by someone else, and teardown leaves it.
+	k.ledger.SetTo = saveSysctls(kubeletSysctls...)
+	if err := k.ledger.save(); err != nil {
+		return nil, err
+	}
 	return k, nil
+}
+
+// deviceManagerFree refuses to start a kubelet beside another one, or beside
+// device plugins: the kubelet always uses /var/lib/kubelet/device-plugins
+// and deletes every socket there when it starts.
+func deviceManagerFree() error {
+	const dir = "/var/lib/kubelet/device-plugins"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 && e.Name() != "kubelet.sock" {
+			return fmt.Errorf("%w: %s holds device plugin socket %s; a test kubelet would delete it", ErrUnavailable, dir, e.Name())
+		}
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		comm, err := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "kubelet" {
+			continue
+		}
+		if cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline")); !strings.Contains(string(cmdline), "--hostname-override="+KubeletNode) {
+			return fmt.Errorf("%w: a kubelet (pid %s) runs on this machine; a test kubelet would take over its %s", ErrUnavailable, p.Name(), dir)
+		}
+	}
+	return nil
 }
 
 // kubeletCgroupRoot names the cgroup the kubelet in dir puts its pods under.
@@ -368,31 +404,55 @@ type LogLine struct {
 // klog's header: Lmmdd hh:mm:ss.uuuuuu threadid file:line]
 var klogHeader = regexp.MustCompile(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) `)
 
+// readLog parses what the kubelet logged since the last call.
+func (k *Kubelet) readLog() {
+	f, err := os.Open(k.LogPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
+		return
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return
+	}
+	k.logOffset += int64(len(b))
+	text := k.logPartial + string(b)
+	end := strings.LastIndexByte(text, '\n')
+	if end < 0 {
+		k.logPartial = text
+		return
+	}
+	k.logPartial = text[end+1:]
+	now := time.Now()
+	for _, line := range strings.Split(text[:end], "\n") {
+		if at, ok := klogTime(line, now); ok {
+			k.logLines = append(k.logLines, LogLine{At: at, Text: line})
+		}
+	}
+}
+
 // FindLog returns the first line after since that contains every one of
 // substrs.
 func (k *Kubelet) FindLog(since time.Time, substrs ...string) (LogLine, bool) {
-	f, err := os.Open(k.LogPath)
-	if err != nil {
-		return LogLine{}, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		at, ok := klogTime(line, since)
-		if !ok || at.Before(since) {
+	k.logMu.Lock()
+	defer k.logMu.Unlock()
+	k.readLog()
+	for _, l := range k.logLines {
+		if l.At.Before(since) {
 			continue
 		}
 		match := true
 		for _, s := range substrs {
-			if !strings.Contains(line, s) {
+			if !strings.Contains(l.Text, s) {
 				match = false
 				break
 			}
 		}
 		if match {
-			return LogLine{At: at, Text: line}, true
+			return l, true
 		}
 	}
 	return LogLine{}, false

@@ -44,12 +44,11 @@ type hostState struct {
 func readHostState(t *testing.T, dir string) hostState {
 	t.Helper()
 	s := hostState{sysctls: saveSysctls(append(kubeletSysctls, "net.ipv4.ip_forward")...), paths: map[string]bool{}}
-	for _, p := range []string{"/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd"} {
+	for _, p := range []string{"/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/log/containers", "/var/lib/cni", "/run/containerd"} {
 		s.paths[p] = len(notExisting(p)) == 0
 	}
-	if links, _ := os.ReadDir("/var/log/containers"); len(links) > 0 {
-		s.paths["/var/log/containers/*"] = true
-	}
+	links, _ := os.ReadDir("/var/log/containers")
+	s.paths["/var/log/containers/*"] = len(links) > 0
 	raw, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +197,8 @@ func TestLeftoversOfAKilledRun(t *testing.T) {
 	before := readHostState(t, dir)
 	child := exec.Command(os.Args[0], "-test.run=^TestLeftoversOfAKilledRun$", "-test.v")
 	child.Env = append(os.Environ(), "PLEG_TEST_KILLED_RUN="+dir, "KUBELET="+bin)
+	// It must not outlive this test if this test dies first.
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -239,6 +240,7 @@ func TestLeftoversOfAKilledRun(t *testing.T) {
 	// The test process dies; its kubelet, containerd and pod do not.
 	child.Process.Kill()
 	child.Wait()
+	t.Cleanup(func() { CleanLeftovers() }) // whatever this test fails on
 	time.Sleep(time.Second)
 	for _, pid := range []int{kubeletPid, containerdPid} {
 		if syscall.Kill(pid, 0) != nil {
