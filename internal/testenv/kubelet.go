@@ -78,6 +78,9 @@ var kubeletSysctls = []string{
 // KubeletBinary returns the kubelet the tests run: $KUBELET (make test sets
 // it to the cached build). The error wraps ErrUnavailable.
 func KubeletBinary() (string, error) {
+	if why := os.Getenv("KUBELET_UNAVAILABLE"); why != "" {
+		return "", fmt.Errorf("%w: %s", ErrUnavailable, why)
+	}
 	p := os.Getenv("KUBELET")
 	if p == "" {
 		return "", fmt.Errorf("%w: KUBELET is not set (make test builds the kubelet %s into .tools/ and sets it)", ErrUnavailable, KubeletVersion)
@@ -212,9 +215,10 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if err := k.ledger.save(); err != nil {
 		return nil, fmt.Errorf("record the kubelet in %s: %w", LedgerDir, err)
 	}
+	started := k // the named result is nil on the error paths
 	defer func() {
 		if err != nil {
-			k.Stop()
+			started.Stop()
 		}
 	}()
 	if err := makeCgroup(cgroupRoot); err != nil {
@@ -295,7 +299,7 @@ func (k *Kubelet) start(args []string) error {
 	for {
 		select {
 		case <-k.done:
-			return fmt.Errorf("kubelet exited during start-up: %s", k.LogTail(25))
+			return fmt.Errorf("%w: the kubelet exited during start-up: %s (log: %s)", ErrUnavailable, k.lastError(), k.LogPath)
 		default:
 		}
 		if ms, err := k.Metrics(); err == nil {
@@ -306,7 +310,7 @@ func (k *Kubelet) start(args []string) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kubelet not ready after 2m (no PLEG relist or /healthz): %s", k.LogTail(25))
+			return fmt.Errorf("%w: the kubelet was not ready after 2m (no PLEG relist, or /healthz failing): %s (log: %s)", ErrUnavailable, k.lastError(), k.LogPath)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -383,6 +387,18 @@ func (k *Kubelet) Metrics() (map[string]*dto.MetricFamily, error) {
 // the liveness, readiness and startup probes the kubelet runs.
 func (k *Kubelet) ProbeMetrics() (map[string]*dto.MetricFamily, error) {
 	return ScrapeMetrics("http://" + k.ReadOnlyAddr + "/metrics/probes")
+}
+
+// lastError is the kubelet's last error line (klog E or F), else its last
+// line: the one-line reason it did not start.
+func (k *Kubelet) lastError() string {
+	lines := strings.Split(k.LogTail(200), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "E") || strings.HasPrefix(lines[i], "F") {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // LogTail is the end of the kubelet's log.

@@ -18,6 +18,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+func TestMain(m *testing.M) {
+	// What a killed run of these tests left.
+	if os.Geteuid() == 0 && os.Getenv("PLEG_TEST_KILLED_RUN") == "" {
+		if _, err := CleanLeftovers(); err != nil {
+			fmt.Fprintln(os.Stderr, "cleaning up after a killed run:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
 func requireKubelet(t *testing.T) string {
 	t.Helper()
 	bin, err := KubeletBinary()
@@ -181,6 +192,47 @@ func TestKubeletStartsAndCleansUp(t *testing.T) {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("cgroup %s left", d)
 		}
+	}
+}
+
+// A kubelet that cannot start (a port taken, a cgroup layout it refuses, a
+// broken build) is one line: its last error, wrapping ErrUnavailable (the
+// tests skip on it outside CI), and nothing of it is left on the host.
+func TestKubeletThatCannotStart(t *testing.T) {
+	if err := Check("containerd", "runc", "ctr", "busybox"); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	dir := t.TempDir()
+	before := readHostState(t, dir)
+	fake := filepath.Join(dir, "kubelet")
+	script := "#!/bin/sh\necho 'I1203 10:00:00.000000       1 server.go:1] \"starting\"'\n" +
+		"echo 'E1203 10:00:00.100000       1 run.go:72] \"command failed\" err=\"failed to listen on 127.0.0.1:10255: address already in use\"'\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartContainerd(filepath.Join(dir, "containerd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	start := time.Now()
+	_, err = StartKubelet(KubeletOptions{Binary: fake, Dir: filepath.Join(dir, "k"), Runtime: c})
+	if err == nil || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want one wrapping ErrUnavailable", err)
+	}
+	if !strings.Contains(err.Error(), "address already in use") || strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "starting") {
+		t.Errorf("err = %q, want the one error line", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %s to give up", d)
+	}
+	after := readHostState(t, dir)
+	if recs, _ := filepath.Glob(filepath.Join(LedgerDir, "kubelet-*"+filepath.Base(dir)+"*")); len(recs) > 0 || fmt.Sprint(after.sysctls) != fmt.Sprint(before.sysctls) {
+		t.Errorf("left behind: records %v, sysctls %v (were %v)", recs, after.sysctls, before.sysctls)
+	}
+	t.Setenv("KUBELET_UNAVAILABLE", "the kubelet did not build: go: module lookup disabled")
+	if _, err := KubeletBinary(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not build") {
+		t.Errorf("KubeletBinary with a failed build: %v", err)
 	}
 }
 
