@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test run of `make test`, after the installs and the lint: every
-# package's tests, then the end-to-end test under the real kubelet, whose
-# build (started in the background by `make kubelet-background`) it waits
-# for in between.
+# package's tests, then the packages that run the real kubelet (the harness
+# and the end-to-end test), whose build (started in the background by `make
+# kubelet-background`) it waits for in between.
 #
 # Verbose, so the figures the tests measure (payload bytes, freeze and
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
@@ -15,8 +15,9 @@ export CRICTL KUBELET
 filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$)'; }
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }
 
-e2e=github.com/pleg-exporter/pleg_exporter/internal/e2e
-mapfile -t pkgs < <("$GO" list ./... | grep -v -x "$e2e")
+module=github.com/pleg-exporter/pleg_exporter
+kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
+mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${kubelet_pkgs[@]/#/-e}")
 gotest "${pkgs[@]}"
 rc=$?
 
@@ -37,8 +38,8 @@ if [ ! -x "$KUBELET" ]; then
     tail -n 30 "$KUBELET.log" 2>/dev/null
     exit 1
   fi
-  # The end-to-end test skips with this reason.
+  # The kubelet's tests skip with this reason.
   export KUBELET_UNAVAILABLE=$reason
 fi
-gotest "$e2e" || rc=1
+gotest "${kubelet_pkgs[@]}" || rc=1
 exit $rc

@@ -98,16 +98,7 @@ func buildExporter(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	// A kubelet, its pods, mounts, cgroups and sysctls left by a killed run.
-	if os.Geteuid() == 0 {
-		done, err := testenv.CleanLeftovers()
-		for _, d := range done {
-			fmt.Println(d)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "cleaning up after a killed run:", err)
-			os.Exit(1)
-		}
-	}
+	testenv.CleanLeftoversOrExit()
 	os.Exit(m.Run())
 }
 

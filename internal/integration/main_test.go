@@ -30,17 +30,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Daemons, mounts and sysctls a killed run left behind.
-	if os.Geteuid() == 0 {
-		done, err := testenv.CleanLeftovers()
-		for _, d := range done {
-			fmt.Println(d)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "cleaning up after a killed run:", err)
-			os.Exit(1)
-		}
-	}
+	// A kubelet, its pods, mounts, cgroups and sysctls left by a killed run.
+	testenv.CleanLeftoversOrExit()
 	var err error
 	workRoot, err = os.MkdirTemp("", "pleg-integration")
 	if err != nil {

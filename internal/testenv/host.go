@@ -175,6 +175,22 @@ func CleanLeftovers() ([]string, error) {
 	return done, errors.Join(errs...)
 }
 
+// CleanLeftoversOrExit is CleanLeftovers for a TestMain: as root, it prints
+// what it removed, and exits 1 when it cannot clean up.
+func CleanLeftoversOrExit() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	done, err := CleanLeftovers()
+	for _, d := range done {
+		fmt.Println(d)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cleaning up after a killed run:", err)
+		os.Exit(1)
+	}
+}
+
 // undo reverts everything the record names and deletes the record.
 func (l *ledger) undo() error {
 	if l.running() {

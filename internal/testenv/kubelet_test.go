@@ -19,12 +19,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// What a killed run of these tests left.
-	if os.Geteuid() == 0 && os.Getenv("PLEG_TEST_KILLED_RUN") == "" {
-		if _, err := CleanLeftovers(); err != nil {
-			fmt.Fprintln(os.Stderr, "cleaning up after a killed run:", err)
-			os.Exit(1)
-		}
+	if os.Getenv("PLEG_TEST_KILLED_RUN") == "" {
+		CleanLeftoversOrExit()
 	}
 	os.Exit(m.Run())
 }
@@ -71,6 +67,29 @@ func readHostState(t *testing.T, dir string) hostState {
 	}
 	s.ledgers, _ = filepath.Glob(filepath.Join(LedgerDir, "*.json"))
 	return s
+}
+
+// restored checks that the host is as it was: sysctls, mounts under dir,
+// the fixed paths, the records.
+func (before hostState) restored(t *testing.T, dir string) {
+	t.Helper()
+	after := readHostState(t, dir)
+	for name, v := range before.sysctls {
+		if after.sysctls[name] != v {
+			t.Errorf("sysctl %s = %s after teardown, was %s", name, after.sysctls[name], v)
+		}
+	}
+	if len(after.mounts) > 0 {
+		t.Errorf("mounts left under %s: %v", dir, after.mounts)
+	}
+	for p, existed := range before.paths {
+		if after.paths[p] != existed {
+			t.Errorf("%s: existed %t before, %t after", p, existed, after.paths[p])
+		}
+	}
+	if fmt.Sprint(after.ledgers) != fmt.Sprint(before.ledgers) {
+		t.Errorf("records in %s: %v, were %v", LedgerDir, after.ledgers, before.ledgers)
+	}
 }
 
 func staticSleeper(name string) *corev1.Pod {
@@ -168,23 +187,7 @@ func TestKubeletStartsAndCleansUp(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Errorf("containerd Stop: %v", err)
 	}
-	after := readHostState(t, dir)
-	for name, v := range before.sysctls {
-		if after.sysctls[name] != v {
-			t.Errorf("sysctl %s = %s after Stop, was %s", name, after.sysctls[name], v)
-		}
-	}
-	if len(after.mounts) > 0 {
-		t.Errorf("mounts left under %s: %v", dir, after.mounts)
-	}
-	for p, existed := range before.paths {
-		if after.paths[p] != existed {
-			t.Errorf("%s: existed %t before, %t after", p, existed, after.paths[p])
-		}
-	}
-	if fmt.Sprint(after.ledgers) != fmt.Sprint(before.ledgers) {
-		t.Errorf("records in %s: %v, were %v", LedgerDir, after.ledgers, before.ledgers)
-	}
+	before.restored(t, dir)
 	if linkExists(c.Bridge) {
 		t.Errorf("bridge %s left", c.Bridge)
 	}
@@ -321,23 +324,7 @@ func TestLeftoversOfAKilledRun(t *testing.T) {
 	if shims := shimsOf(filepath.Join(dir, "containerd", "containerd.sock")); len(shims) > 0 {
 		t.Errorf("shims still run: %v", shims)
 	}
-	after := readHostState(t, dir)
-	for name, v := range before.sysctls {
-		if after.sysctls[name] != v {
-			t.Errorf("sysctl %s = %s after the cleanup, was %s", name, after.sysctls[name], v)
-		}
-	}
-	if len(after.mounts) > 0 {
-		t.Errorf("mounts left under %s: %v", dir, after.mounts)
-	}
-	for p, existed := range before.paths {
-		if after.paths[p] != existed {
-			t.Errorf("%s: existed %t before, %t after", p, existed, after.paths[p])
-		}
-	}
-	if fmt.Sprint(after.ledgers) != fmt.Sprint(before.ledgers) {
-		t.Errorf("records in %s: %v, were %v", LedgerDir, after.ledgers, before.ledgers)
-	}
+	before.restored(t, dir)
 	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err == nil {
 		t.Errorf("%s/kubelet left", dir)
 	}
