@@ -44,8 +44,6 @@ type Options struct {
 	// private containerd (which then gets a pod network), scraped by
 	// Prometheus as job "kubelet".
 	Kubelet string
-	// KubeletFeatureGates are passed to that kubelet.
-	KubeletFeatureGates map[string]bool
 	// MinContainerTTL keeps exited containers of pods the kubelet does not
 	// know from its container GC (see testenv.KubeletOptions).
 	MinContainerTTL time.Duration
@@ -113,7 +111,7 @@ func Start(o Options) (s *Stack, err error) {
 	if o.Kubelet != "" {
 		if s.Kubelet, err = testenv.StartKubelet(testenv.KubeletOptions{
 			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd,
-			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.KubeletFeatureGates,
+			MinContainerTTL: o.MinContainerTTL,
 		}); err != nil {
 			return nil, err
 		}

@@ -37,7 +37,6 @@ type Containerd struct {
 	// Bridge and Subnet are the pod network (ContainerdOptions.PodNetwork).
 	Bridge string
 	Subnet string
-	opts   ContainerdOptions
 	ledger *ledger
 	cmd    *exec.Cmd
 	log    *os.File
@@ -181,7 +180,6 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 	if err := Check("containerd", "runc", "ctr", "busybox"); err != nil {
 		return nil, err
 	}
-	cniBin := filepath.Join(dir, "cni", "bin")
 	if opts.PodNetwork {
 		if err := Check("ip"); err != nil {
 			return nil, err
@@ -191,7 +189,6 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 				return nil, fmt.Errorf("%w: CNI plugin %s not installed (containernetworking-plugins; make deps installs it)", ErrUnavailable, p)
 			}
 		}
-		cniBin = CNIBinDir
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -202,14 +199,16 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 			return nil, err
 		}
 	}
-	if !opts.PodNetwork {
-		cniBin = filepath.Join(dir, "cni", "bin")
+	// Without a pod network the CNI directories stay empty.
+	cniBin := filepath.Join(dir, "cni", "bin")
+	if opts.PodNetwork {
+		cniBin = CNIBinDir
 	}
 	cfg := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfg, []byte(containerdConfig(dir, cniBin)), 0o600); err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), opts: opts}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
 	l, err := newLedger("containerd", dir)
 	if err != nil {
 		return nil, err

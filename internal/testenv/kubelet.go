@@ -44,7 +44,6 @@ type KubeletOptions struct {
 	// creates pods through the CRI that the kubelet does not know, and their
 	// containers would otherwise go at the next GC (every minute).
 	MinContainerTTL time.Duration
-	FeatureGates    map[string]bool
 }
 
 // Kubelet is a real kubelet in standalone mode: static pods from a manifest
@@ -112,13 +111,6 @@ func freePorts(n int) ([]int, error) {
 }
 
 func kubeletConfig(o KubeletOptions, dir, cgroupRoot string, ports []int) string {
-	gates := ""
-	for k, v := range o.FeatureGates {
-		gates += fmt.Sprintf("  %s: %t\n", k, v)
-	}
-	if gates != "" {
-		gates = "featureGates:\n" + gates
-	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: %[1]q
@@ -154,8 +146,8 @@ evictionHard:
   nodefs.available: "0%%"
   nodefs.inodesFree: "0%%"
   imagefs.available: "0%%"
-%[8]s`, "unix://"+o.Runtime.Socket, cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
-		ports[0], ports[1], ports[2], gates)
+`, "unix://"+o.Runtime.Socket, cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
+		ports[0], ports[1], ports[2])
 }
 
 // StartKubelet starts a kubelet on o.Runtime and waits until its PLEG has
