@@ -545,7 +545,7 @@ func (r *Report) JSON(w io.Writer) error {
 // Every line goes through Printable: names, reasons and errors come from the
 // runtime and must not reach the terminal as escapes or controls.
 func (r *Report) Text(w io.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintln(w, Printable(fmt.Sprintf(format, a...))) }
+	p := func(format string, a ...any) { fmt.Fprintln(w, kubecontainer.Printable(fmt.Sprintf(format, a...))) }
 	p("pleg_exporter diagnose: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
 	p("")
 	if r.AtRisk {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pleg-exporter/pleg_exporter/diagnose"
 	"github.com/pleg-exporter/pleg_exporter/runtime/detect"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // diagnoseOptions are the flags of the report besides the runtime's.
@@ -32,7 +33,7 @@ func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	defer cancel()
 	inv, err := rt.Inventory(ctx)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %s\n", name, diagnose.Printable(err.Error()))
+		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %s\n", name, kubecontainer.Printable(err.Error()))
 		return 2
 	}
 	th := diagnose.DefaultThresholds

@@ -24,13 +24,14 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 		SandboxFields:   FieldID | FieldCreated | FieldNamespace | FieldIdentity,
 		Sandbox: func(it *Item) {
 			inv.Sandboxes = append(inv.Sandboxes, kubecontainer.Sandbox{
-				ID: string(it.ID), Pod: string(it.Pod), Namespace: string(it.Namespace),
+				ID: string(it.ID), Pod: string(it.Pod), Namespace: string(it.Namespace), PodUID: string(it.PodUID), Attempt: it.Attempt,
 				State: sandboxState(runtimeapi.PodSandboxState(it.State)), CreatedAt: time.Unix(0, it.CreatedAt), Bytes: int64(it.Bytes),
 			})
 		},
 		Container: func(it *Item) {
 			inv.Containers = append(inv.Containers, kubecontainer.Container{
-				ID: string(it.ID), Name: string(it.Name), Pod: string(it.Pod), Namespace: string(it.Namespace),
+				ID: string(it.ID), Name: string(it.Name), Attempt: it.Attempt, Pod: string(it.Pod), Namespace: string(it.Namespace),
+				PodUID: string(it.PodUID), SandboxID: string(it.SandboxID),
 				State: containerState(runtimeapi.ContainerState(it.State)), CreatedAt: time.Unix(0, it.CreatedAt), Bytes: int64(it.Bytes),
 			})
 		},

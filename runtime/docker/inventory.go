@@ -27,7 +27,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 		if m := e.Sandbox; m != nil {
 			inv.Payload[kubecontainer.RPCListPodSandbox] += e.Bytes
 			inv.Sandboxes = append(inv.Sandboxes, kubecontainer.Sandbox{ID: d.ID, Pod: m.Metadata.Name, Namespace: m.Metadata.Namespace,
-				State: kubecontainer.SandboxStateName(m.State), CreatedAt: created, Bytes: e.Bytes})
+				PodUID: m.Metadata.Uid, Attempt: m.Metadata.Attempt, State: kubecontainer.SandboxStateName(m.State), CreatedAt: created, Bytes: e.Bytes})
 		} else if KindOf(d) != KindSandbox {
 			// Not the kubelet's (or a name cri-dockerd skips): Docker state
 			// only, outside the CRI counts.
@@ -39,6 +39,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 				inv.Payload[kubecontainer.RPCListContainers] += e.Bytes
 				ct.Name, ct.State, ct.Bytes = m.Metadata.Name, kubecontainer.ContainerStateName(m.State), e.Bytes
 				ct.Pod, ct.Namespace = d.Labels["io.kubernetes.pod.name"], d.Labels["io.kubernetes.pod.namespace"]
+				ct.PodUID, ct.SandboxID, ct.Attempt = d.Labels["io.kubernetes.pod.uid"], m.PodSandboxId, m.Metadata.Attempt
 			}
 			inv.Containers = append(inv.Containers, ct)
 		}

@@ -16,10 +16,16 @@ const ContainerDockerOnly = "docker-only"
 
 // Container is one listed container, as the kubelet sees it.
 type Container struct {
-	ID          string
-	Name        string
-	Pod         string
-	Namespace   string
+	ID        string
+	Name      string // the container's name in its pod (CRI metadata)
+	Attempt   uint32 // CRI metadata: how many times the kubelet recreated it
+	Pod       string
+	Namespace string
+	// PodUID is the kubelet's io.kubernetes.pod.uid label, SandboxID the
+	// sandbox the container runs in: who owns it, for the container GC.
+	// An empty PodUID means the kubelet did not create the container.
+	PodUID      string
+	SandboxID   string
 	State       string // CRI state: created, running, exited, unknown; or ContainerDockerOnly
 	DockerState string // Docker's own state, Docker runtime only
 	CreatedAt   time.Time
@@ -31,6 +37,8 @@ type Sandbox struct {
 	ID        string
 	Pod       string
 	Namespace string
+	PodUID    string // CRI metadata uid
+	Attempt   uint32
 	State     string // ready, notready
 	CreatedAt time.Time
 	Bytes     int64

@@ -1,0 +1,28 @@
+package kubecontainer
+
+import (
+	"context"
+	"errors"
+)
+
+// Remover removes what `pleg_exporter gc` planned, one item per call. It is
+// the product's only write access to a runtime, and the daemon never holds
+// one: the gc command opens it on a connection of its own whose allow-list
+// adds exactly these removals to the read-only calls.
+type Remover interface {
+	// RemoveContainer removes a container that is not running.
+	RemoveContainer(ctx context.Context, id string) error
+	// RemoveSandbox removes a pod sandbox that is not ready.
+	RemoveSandbox(ctx context.Context, id string) error
+}
+
+// GCRuntime is a runtime the gc command lists (through the same lister as
+// the relist) and removes from.
+type GCRuntime interface {
+	Runtime
+	Remover
+}
+
+// ErrGone marks a removal of something that was no longer there, most often
+// because the kubelet removed it first: for the gc it is done, not failed.
+var ErrGone = errors.New("already gone")
