@@ -61,6 +61,9 @@ type Server struct {
 	calls sync.Map // method -> *atomic.Int64
 	hang  sync.Map // sandbox or container id whose status call hangs
 	fail  sync.Map // short method name (ListContainers) -> error
+	// removeFail: container or sandbox id -> the error its removal answers
+	// (errHang: hang until the deadline)
+	removeFail sync.Map
 }
 
 // Fail makes every call of a method (its short name, "ListContainers")
@@ -369,17 +372,95 @@ func (s *Server) StreamContainers(req *runtimeapi.StreamContainersRequest, st gr
 	return nil
 }
 
-// RemoveContainer exists so tests can prove the exporter never calls it.
-func (s *Server) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+// FailRemove makes the removal of these ids answer err (nil: work again),
+// and HangRemove makes it hang until the caller's deadline, as a removal
+// that waits on a busy filesystem does.
+func (s *Server) FailRemove(err error, ids ...string) {
+	for _, id := range ids {
+		if err == nil {
+			s.removeFail.Delete(id)
+		} else {
+			s.removeFail.Store(id, err)
+		}
+	}
+}
+
+// HangRemove makes the removal of these ids hang until the caller's deadline.
+func (s *Server) HangRemove(ids ...string) {
+	for _, id := range ids {
+		s.removeFail.Store(id, errHang)
+	}
+}
+
+var errHang = status.Error(codes.Internal, "hang")
+
+func (s *Server) removeFailure(ctx context.Context, id string) error {
+	v, ok := s.removeFail.Load(id)
+	if !ok {
+		return nil
+	}
+	if v.(error) == errHang {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return v.(error)
+}
+
+// RemoveContainer removes a container that is not running; like
+// containerd, an id it does not know is a success.
+func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	if err := s.removeFailure(ctx, req.GetContainerId()); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, c := range s.containers {
 		if c.GetId() == req.GetContainerId() {
+			if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return nil, status.Errorf(codes.FailedPrecondition, "container %s is running, stop it first", c.GetId())
+			}
 			s.containers = append(s.containers[:i:i], s.containers[i+1:]...)
 			break
 		}
 	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+// RemovePodSandbox removes a sandbox and, as containerd does, every
+// container still in it; a ready sandbox is refused (containerd would stop
+// it first, which no caller of this fake may ask for).
+func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
+	id := req.GetPodSandboxId()
+	if err := s.removeFailure(ctx, id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, sb := range s.sandboxes {
+		if sb.GetId() != id {
+			continue
+		}
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is ready", id)
+		}
+		s.sandboxes = append(s.sandboxes[:i:i], s.sandboxes[i+1:]...)
+		kept := s.containers[:0:0]
+		for _, c := range s.containers {
+			if c.GetPodSandboxId() != id {
+				kept = append(kept, c)
+			}
+		}
+		s.containers = kept
+		break
+	}
+	return &runtimeapi.RemovePodSandboxResponse{}, nil
+}
+
+// Population returns what the server holds now.
+func (s *Server) Population() ([]*runtimeapi.PodSandbox, []*runtimeapi.Container) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]*runtimeapi.PodSandbox(nil), s.sandboxes...), append([]*runtimeapi.Container(nil), s.containers...)
 }
 
 type imageService struct {

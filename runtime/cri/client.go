@@ -83,7 +83,9 @@ func SocketPath(endpoint string) (string, error) {
 // New prepares a client. It does not connect: gRPC connects lazily and
 // reconnects with backoff, so a runtime that is absent now is picked up when
 // its socket appears.
-func New(cfg Config) (*Client, error) {
+func New(cfg Config) (*Client, error) { return newClient(cfg, readOnly) }
+
+func newClient(cfg Config, rule allowList) (*Client, error) {
 	path, err := SocketPath(cfg.Endpoint)
 	if err != nil {
 		return nil, err
@@ -97,8 +99,8 @@ func New(cfg Config) (*Client, error) {
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
 			MinConnectTimeout: 5 * time.Second,
 		}),
-		grpc.WithChainUnaryInterceptor(readOnlyUnary),
-		grpc.WithChainStreamInterceptor(readOnlyStream),
+		grpc.WithChainUnaryInterceptor(rule.unary),
+		grpc.WithChainStreamInterceptor(rule.stream),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %s: %w", cfg.Endpoint, err)

@@ -24,23 +24,47 @@ var allowedMethods = map[string]bool{
 	runtimeapi.RuntimeService_ContainerStatus_FullMethodName:    true,
 }
 
-// Allowed reports whether a full gRPC method name passes the allow-list.
-func Allowed(method string) bool { return allowedMethods[method] }
-
-func refuse(method string) error {
-	return status.Errorf(codes.PermissionDenied, "pleg_exporter is read-only: %s is not on its allow-list and was not sent", method)
+// removalMethods are what the gc command's client adds to allowedMethods:
+// the two removals the kubelet's container GC makes. Nothing stops, kills,
+// creates or execs, on either client.
+var removalMethods = map[string]bool{
+	runtimeapi.RuntimeService_RemoveContainer_FullMethodName:  true,
+	runtimeapi.RuntimeService_RemovePodSandbox_FullMethodName: true,
 }
 
-func readOnlyUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if !allowedMethods[method] {
-		return refuse(method)
+// Allowed reports whether a full gRPC method name passes the daemon's
+// (read-only) allow-list.
+func Allowed(method string) bool { return allowedMethods[method] }
+
+// AllowedForGC reports whether a full gRPC method name passes the gc
+// command's allow-list.
+func AllowedForGC(method string) bool { return allowedMethods[method] || removalMethods[method] }
+
+// allowList is the rule a client's interceptors apply to every call.
+type allowList struct {
+	allow func(method string) bool
+	who   string // in the refusal: what the client is
+}
+
+var (
+	readOnly  = allowList{allow: Allowed, who: "pleg_exporter is read-only"}
+	gcRemover = allowList{allow: AllowedForGC, who: "pleg_exporter gc may only list, read status and remove containers and sandboxes"}
+)
+
+func (a allowList) refuse(method string) error {
+	return status.Errorf(codes.PermissionDenied, "%s: %s is not on its allow-list and was not sent", a.who, method)
+}
+
+func (a allowList) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if !a.allow(method) {
+		return a.refuse(method)
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
-func readOnlyStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if !allowedMethods[method] {
-		return nil, refuse(method)
+func (a allowList) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if !a.allow(method) {
+		return nil, a.refuse(method)
 	}
 	return streamer(ctx, desc, cc, method, opts...)
 }

@@ -106,14 +106,20 @@ func Open(cfg Config) (kubecontainer.Runtime, error) {
 	if cfg.Endpoint != "" {
 		kind := cfg.Kind
 		if kind == KindAuto {
-			kind = KindCRI
-			if p, _ := cri.SocketPath(cfg.Endpoint); path.Base(p) == "docker.sock" {
-				kind = KindDocker
-			}
+			kind = endpointKind(cfg.Endpoint)
 		}
 		return open(cfg, Candidate{Name: cfg.Endpoint, Kind: kind, Endpoint: cfg.Endpoint})
 	}
 	return &detecting{cfg: cfg}, nil
+}
+
+// endpointKind guesses the API of an endpoint given without --runtime:
+// Docker's socket speaks the Docker API, every other one the CRI.
+func endpointKind(endpoint string) string {
+	if p, _ := cri.SocketPath(endpoint); path.Base(p) == "docker.sock" {
+		return KindDocker
+	}
+	return KindCRI
 }
 
 func open(cfg Config, c Candidate) (kubecontainer.Runtime, error) {
@@ -125,13 +131,8 @@ func open(cfg Config, c Candidate) (kubecontainer.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := cfg.DockerHost
-	switch {
-	case host == "none":
-		return rt, nil
-	case host == "" && c.Name == "cri-dockerd" && socketExists(DefaultDockerHost):
-		host = DefaultDockerHost
-	case host == "":
+	host := cfg.dockerHost(c)
+	if host == "" {
 		return rt, nil
 	}
 	d, err := docker.New(cfg.docker(host))
@@ -141,6 +142,20 @@ func open(cfg Config, c Candidate) (kubecontainer.Runtime, error) {
 	}
 	cfg.Logger.Info("also reading the Docker view, the only one that shows dead containers", "docker_host", host)
 	return &withDocker{Runtime: rt, docker: d}, nil
+}
+
+// dockerHost is the Docker daemon whose view is added to a CRI runtime's:
+// --docker.host, or on a detected cri-dockerd node the usual socket; ""
+// for none.
+func (cfg Config) dockerHost(c Candidate) string {
+	switch host := cfg.DockerHost; {
+	case host == "none":
+		return ""
+	case host == "" && c.Name == "cri-dockerd" && socketExists(DefaultDockerHost):
+		return DefaultDockerHost
+	default:
+		return host
+	}
 }
 
 func (cfg Config) docker(host string) docker.Config {

@@ -67,6 +67,13 @@ type Client struct {
 
 // New prepares a client; it does not connect.
 func New(cfg Config) (*Client, error) {
+	c, _, err := newClient(cfg, readOnlyPolicy)
+	return c, err
+}
+
+// newClient builds a client whose every request passes p; it returns the
+// moby client under it too, for the gc command's removals.
+func newClient(cfg Config, p policy) (*Client, *client.Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -75,16 +82,16 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := client.ParseHostURL(cfg.Host)
 	if err != nil {
-		return nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
 	}
 	tr := &http.Transport{MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second}
 	if err := sockets.ConfigureTransport(tr, u.Scheme, u.Host); err != nil {
-		return nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
 	}
 	// moby's hijacking calls dial through tr.DialContext because tr is an
 	// *http.Transport without a TLS config (client.Client.dialer); wrapped in
 	// anything else, they would dial the socket themselves.
-	tr.DialContext = guardDial(tr.DialContext)
+	tr.DialContext = guardDial(tr.DialContext, p)
 	hc := &http.Client{Transport: tr}
 	api, err := client.NewClientWithOpts(
 		client.WithHost(cfg.Host),
@@ -93,18 +100,18 @@ func New(cfg Config) (*Client, error) {
 		client.WithAPIVersionNegotiation(),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
+		return nil, nil, fmt.Errorf("docker host %q: %w", cfg.Host, err)
 	}
 	// moby has kept tr as its base transport and wrapped hc's in its tracing
 	// transport; wrap that in turn, so that every request is checked first
 	// and refused with a clear error.
-	hc.Transport = readOnlyTransport{next: hc.Transport, maxBytes: cfg.MaxBytes}
+	hc.Transport = readOnlyTransport{next: hc.Transport, maxBytes: cfg.MaxBytes, policy: p}
 	host := u.Host
 	if u.Scheme == "unix" || u.Scheme == "npipe" {
 		host = client.DummyHost
 	}
 	return &Client{cfg: cfg, api: api, http: hc,
-		listURL: url.URL{Scheme: "http", Host: host, Path: u.Path, RawQuery: "all=1"}}, nil
+		listURL: url.URL{Scheme: "http", Host: host, Path: u.Path, RawQuery: "all=1"}}, api, nil
 }
 
 // Close releases idle connections.

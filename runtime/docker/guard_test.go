@@ -161,3 +161,58 @@ func TestHeadIsNotTooLarge(t *testing.T) {
 		t.Errorf("GET announcing 1 MiB against a 10-byte limit: %v, want TooLargeError", err)
 	}
 }
+
+// The gc command's guards let exactly one more request through: DELETE of
+// one container by its full id, without force; the daemon's refuse it.
+func TestGCPolicy(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	rm := "DELETE /v1.47/containers/" + id + "?v=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+	for name, tc := range map[string]struct {
+		head    string
+		gcAllow bool
+	}{
+		"remove with volumes":     {rm, true},
+		"remove, no version":      {"DELETE /containers/" + id + " HTTP/1.1\r\nHost: x\r\n\r\n", true},
+		"remove with force":       {"DELETE /v1.47/containers/" + id + "?force=1&v=1 HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		"remove by name":          {"DELETE /v1.47/containers/k8s_POD_x HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		"remove by short id":      {"DELETE /v1.47/containers/" + id[:12] + " HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		"remove an image":         {"DELETE /v1.47/images/" + id + " HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		"remove a path below":     {"DELETE /v1.47/containers/" + id + "/x HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		"remove with a body":      {"DELETE /v1.47/containers/" + id + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", false},
+		"remove with Upgrade":     {"DELETE /v1.47/containers/" + id + " HTTP/1.1\r\nHost: x\r\nUpgrade: tcp\r\n\r\n", false},
+		"kill":                    {"POST /v1.47/containers/" + id + "/kill HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", false},
+		"prune":                   {"POST /v1.47/containers/prune HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", false},
+		"list (reads still work)": {okHead, true},
+	} {
+		for _, p := range []policy{readOnlyPolicy, gcPolicy} {
+			rec := &recordingConn{}
+			c := &readOnlyConn{Conn: rec, policy: p}
+			_, err := c.Write([]byte(tc.head))
+			want := tc.gcAllow && (p.removals || strings.HasPrefix(tc.head, "GET"))
+			if (err == nil) != want {
+				t.Errorf("%s, removals=%v: err = %v, want allowed=%v", name, p.removals, err, want)
+			}
+			if !want && rec.sent.Len() != 0 {
+				t.Errorf("%s, removals=%v: %q reached the socket", name, p.removals, rec.sent.String())
+			}
+		}
+	}
+	sent := 0
+	tr := readOnlyTransport{maxBytes: 1 << 20, policy: gcPolicy, next: roundTripFunc(func(*http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: 204, Body: http.NoBody}, nil
+	})}
+	for url, ok := range map[string]bool{
+		"http://docker/v1.47/containers/" + id + "?v=1":         true,
+		"http://docker/v1.47/containers/" + id + "?force=1&v=1": false,
+		"http://docker/v1.47/containers/" + id + "?force=true":  false,
+		"http://docker/v1.47/volumes/" + id:                     false,
+	} {
+		req, _ := http.NewRequest(http.MethodDelete, url, nil)
+		before := sent
+		_, err := tr.RoundTrip(req)
+		if (err == nil) != ok || (sent > before) != ok {
+			t.Errorf("DELETE %s: err = %v, passed on = %v, want allowed=%v", url, err, sent > before, ok)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,13 +62,42 @@ func (e *TooLargeError) Error() string {
 // does an answer over its gRPC limit.
 func (e *TooLargeError) Code() string { return "ResourceExhausted" }
 
-// refuse says why a request may not leave the process, or nil. It is the one
-// rule both guards apply: GET or HEAD, no body, no protocol upgrade.
-func refuse(method, path string, h http.Header, contentLength int64, chunked bool) error {
-	na := &ErrNotAllowed{Method: method, Path: path}
+// policy is the rule both guards of one client apply. The daemon's clients
+// are read-only; the gc command's may also remove one container by its full
+// id, the request moby's ContainerRemove makes with RemoveVolumes and
+// without Force (so a container that is running is refused by the daemon,
+// never killed).
+type policy struct {
+	removals bool
+}
+
+var (
+	readOnlyPolicy = policy{}
+	gcPolicy       = policy{removals: true}
+)
+
+// removePath is DELETE /v<api>/containers/<64 hex> (the version prefix is
+// optional in the Engine API).
+var removePath = regexp.MustCompile(`^(/v[0-9]+\.[0-9]+)?/containers/[0-9a-f]{64}$`)
+
+// refuse says why a request may not leave the process, or nil: GET or HEAD
+// (or, for the gc command, the one DELETE), no body, no protocol upgrade.
+func (p policy) refuse(method string, u *url.URL, h http.Header, contentLength int64, chunked bool) error {
+	na := &ErrNotAllowed{Method: method, Path: u.Path}
 	switch {
+	case method == http.MethodDelete && p.removals:
+		switch {
+		case !removePath.MatchString(u.Path):
+			na.Reason = "only the removal of one container by its full id is allowed"
+			return na
+		case u.RawQuery != "v=1" && u.RawQuery != "":
+			na.Reason = "query " + strconv.Quote(u.RawQuery) + " (force is never allowed)"
+			return na
+		}
 	case method != http.MethodGet && method != http.MethodHead:
 		return na
+	}
+	switch {
 	case len(h.Values("Upgrade")) > 0:
 		na.Reason = "protocol upgrade"
 	case upgradeToken(h.Values("Connection")):
@@ -92,10 +123,12 @@ func upgradeToken(values []string) bool {
 }
 
 // readOnlyTransport lets only plain GET and HEAD requests leave the process
-// and stops reading any answer past maxBytes.
+// (and the removals of the gc policy) and stops reading any answer past
+// maxBytes.
 type readOnlyTransport struct {
 	next     http.RoundTripper
 	maxBytes int64
+	policy   policy
 }
 
 func (t readOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -104,7 +137,7 @@ func (t readOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if hasBody && length == 0 {
 		length = -1 // unknown length: a body all the same
 	}
-	if err := refuse(req.Method, req.URL.Path, req.Header, length, len(req.TransferEncoding) > 0); err != nil {
+	if err := t.policy.refuse(req.Method, req.URL, req.Header, length, len(req.TransferEncoding) > 0); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
@@ -155,14 +188,14 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 const maxHead = 64 << 10
 
 // guardDial wraps a dialer so that every connection it makes is a
-// readOnlyConn.
-func guardDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// readOnlyConn applying p.
+func guardDial(dial func(ctx context.Context, network, addr string) (net.Conn, error), p policy) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return &readOnlyConn{Conn: conn}, nil
+		return &readOnlyConn{Conn: conn, policy: p}, nil
 	}
 }
 
@@ -175,6 +208,7 @@ func guardDial(dial func(ctx context.Context, network, addr string) (net.Conn, e
 // CloseWrite) is promoted past Write.
 type readOnlyConn struct {
 	net.Conn
+	policy  policy
 	mu      sync.Mutex
 	pending []byte // the head being written, not yet sent
 	err     error  // the refusal that closed the connection
@@ -196,7 +230,7 @@ func (c *readOnlyConn) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		head := c.pending[:end+4]
-		if err := checkHead(head); err != nil {
+		if err := c.policy.checkHead(head); err != nil {
 			return 0, c.fail(err)
 		}
 		if _, err := c.Conn.Write(head); err != nil {
@@ -223,7 +257,7 @@ func (c *readOnlyConn) fail(err error) error {
 // exactly one request: Go's parser also ends a head at a bare "\n\n", so a
 // head written with bare line feeds could hide a second request behind the
 // first, which the daemon would then read and run.
-func checkHead(head []byte) error {
+func (p policy) checkHead(head []byte) error {
 	malformed := func(why string) error {
 		method, path, _ := strings.Cut(string(head[:min(len(head), 64)]), " ")
 		path, _, _ = strings.Cut(path, " ")
@@ -243,5 +277,5 @@ func checkHead(head []byte) error {
 	if r.Len() != 0 || br.Buffered() != 0 {
 		return malformed("more than one request head")
 	}
-	return refuse(req.Method, req.URL.Path, req.Header, req.ContentLength, len(req.TransferEncoding) > 0)
+	return p.refuse(req.Method, req.URL, req.Header, req.ContentLength, len(req.TransferEncoding) > 0)
 }
