@@ -119,8 +119,16 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
 		return 1
 	}
-	if command == diagnoseCmd.FullCommand() {
+	switch command {
+	case diagnoseCmd.FullCommand():
 		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt})
+	case gcCmd.FullCommand():
+		o, err := gcFlags(*grpcLimit, *runtimeEndpoint)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
+			return 1
+		}
+		return runGC(cfg, o, os.Stdout, os.Stderr)
 	}
 	if f := *toolkitFlags.WebConfigFile; f != "" {
 		if err := web.Validate(f); err != nil {

@@ -1,0 +1,205 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+)
+
+// Options are how a plan is applied.
+type Options struct {
+	// Rate bounds the removals per second: one call at a time, spaced so
+	// that the runtime the kubelet depends on keeps answering it.
+	Rate float64
+	// Timeout is the deadline of each removal; one that reaches it is
+	// reported and skipped.
+	Timeout time.Duration
+	// GiveUpAfter consecutive removals that time out or find the runtime
+	// unreachable end the run: the runtime is not answering any more.
+	GiveUpAfter int
+	// Progress receives a line every ProgressEvery once the run has lasted
+	// ProgressAfter; nil for none.
+	Progress      io.Writer
+	ProgressAfter time.Duration
+	ProgressEvery time.Duration
+}
+
+// DefaultOptions are the command's defaults.
+var DefaultOptions = Options{Rate: 50, Timeout: 30 * time.Second, GiveUpAfter: 5,
+	ProgressAfter: 3 * time.Second, ProgressEvery: 5 * time.Second}
+
+// Failure is a removal that did not happen.
+type Failure struct {
+	Action   Action `json:"action"`
+	Error    string `json:"error"`
+	TimedOut bool   `json:"timed_out"`
+	// Hint says what to do about it, when the error is one we know.
+	Hint string `json:"hint,omitempty"`
+}
+
+// Result is what a run did.
+type Result struct {
+	Planned int `json:"planned"`
+	// Removed counts the removals that succeeded, Gone those of items
+	// already gone (the kubelet removed them first): both are done.
+	Removed map[string]int `json:"removed"`
+	Gone    int            `json:"already_gone"`
+	// Failures are the removals that failed or timed out, skipped.
+	Failures []Failure `json:"failures"`
+	// Left is each answer's size once the run ended, from the plan's
+	// sizes less what was removed.
+	Left map[string]int64 `json:"left_bytes"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before the
+	// end of the plan; NotRun is how many removals it did not make.
+	Interrupted bool `json:"interrupted"`
+	NotRun      int  `json:"not_run"`
+	// GaveUp is why the run ended early because the runtime stopped
+	// answering.
+	GaveUp   string        `json:"gave_up,omitempty"`
+	Calls    int           `json:"calls"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Done is how many planned removals are done (removed or already gone).
+func (r *Result) Done() int { return r.Removed[KindContainer] + r.Removed[KindSandbox] + r.Gone }
+
+// Apply removes the plan's items in order, one call at a time. stop ends
+// the run between two calls (the call in flight finishes, within its
+// deadline): the summary is still complete, and a new plan from a new
+// inventory continues where this one stopped.
+func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options) *Result {
+	res := &Result{Planned: len(plan.Actions), Removed: map[string]int{KindContainer: 0, KindSandbox: 0}, Left: map[string]int64{}, Failures: []Failure{}}
+	for rpc, b := range plan.Before {
+		res.Left[rpc] = b
+	}
+	start := time.Now()
+	nextProgress := start.Add(o.ProgressAfter)
+	var interval time.Duration
+	if o.Rate > 0 {
+		interval = time.Duration(float64(time.Second) / o.Rate)
+	}
+	failedSandbox := map[string]bool{} // sandboxes whose containers could not all be removed
+	unanswered := 0
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		// Pace: call i starts no earlier than start + i × interval.
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			select {
+			case <-stop.Done():
+			case <-time.After(wait):
+			}
+		}
+		if stop.Err() != nil {
+			res.Interrupted, res.NotRun = true, len(plan.Actions)-i
+			break
+		}
+		if a.Kind == KindSandbox && failedSandbox[a.ID] {
+			res.Failures = append(res.Failures, Failure{Action: *a, Error: "skipped: a container of this sandbox could not be removed"})
+			continue
+		}
+		// The call does not inherit stop: Ctrl-C lets it finish.
+		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+		var err error
+		if a.Kind == KindSandbox {
+			err = r.RemoveSandbox(ctx, a.ID)
+		} else {
+			err = r.RemoveContainer(ctx, a.ID)
+		}
+		timedOut := ctx.Err() == context.DeadlineExceeded
+		cancel()
+		res.Calls++
+		switch {
+		case err == nil:
+			res.Removed[a.Kind]++
+			res.Left[a.RPC()] -= a.Bytes
+			unanswered = 0
+		case errors.Is(err, kubecontainer.ErrGone):
+			res.Gone++
+			res.Left[a.RPC()] -= a.Bytes
+			unanswered = 0
+		default:
+			if a.Kind == KindContainer {
+				failedSandbox[a.SandboxID] = true
+			}
+			res.Failures = append(res.Failures, Failure{Action: *a, Error: err.Error(), TimedOut: timedOut, Hint: hint(a, err, timedOut)})
+			if code := kubecontainer.ErrorCode(err); timedOut || code == "Unavailable" || code == "DeadlineExceeded" {
+				unanswered++
+			} else {
+				unanswered = 0
+			}
+		}
+		if o.GiveUpAfter > 0 && unanswered >= o.GiveUpAfter {
+			res.GaveUp = fmt.Sprintf("the last %d removals timed out or found the runtime unreachable; last: %v", unanswered, err)
+			res.NotRun = len(plan.Actions) - i - 1
+			break
+		}
+		if o.Progress != nil && time.Now().After(nextProgress) {
+			progress(o.Progress, res, plan, i+1, start)
+			nextProgress = time.Now().Add(o.ProgressEvery)
+		}
+	}
+	res.Duration = time.Since(start)
+	return res
+}
+
+// progress writes one line: how far, how much is left of the answer, the
+// rate, and when it should end at that rate.
+func progress(w io.Writer, res *Result, plan *Plan, n int, start time.Time) {
+	el := time.Since(start)
+	rate := float64(n) / el.Seconds()
+	eta := "?"
+	if rate > 0 {
+		eta = (time.Duration(float64(len(plan.Actions)-n)/rate) * time.Second).Round(time.Second).String()
+	}
+	ct := res.Left[kubecontainer.RPCListContainers]
+	fmt.Fprintf(w, "gc: %d/%d done (%d containers, %d sandboxes removed, %d already gone, %d failed) · ListContainers %s (%.1f%% of the limit) · %.1f/s · ETA %s\n",
+		n-len(res.Failures), len(plan.Actions), res.Removed[KindContainer], res.Removed[KindSandbox], res.Gone, len(res.Failures),
+		Size(ct), 100*float64(ct)/float64(plan.Policy.LimitBytes), rate, eta)
+}
+
+// hint says what to do about a failure we know.
+func hint(a *Action, err error, timedOut bool) string {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "device or resource busy") || strings.Contains(msg, "filesystem is busy") || strings.Contains(msg, "target is busy"):
+		find := "find the process whose mounts name its id in /proc/*/mountinfo"
+		if hexID.MatchString(a.ID) {
+			find = "find it with: grep -l " + shortID(a.ID) + " /proc/*/mountinfo"
+		}
+		return "something still holds this container's filesystem, most often a mount that leaked into another process's mount namespace; " +
+			find + ", stop that process (or restart the runtime once the node is drained), then run gc again"
+	case timedOut:
+		return "the runtime did not answer in time (a hanging removal, as on a broken sandbox): skipped; look at the runtime's log for this id, then run gc again"
+	case strings.Contains(msg, "running") || strings.Contains(msg, "conflict"):
+		return "it is running again (or being removed by someone else): left alone, as the kubelet would"
+	}
+	return ""
+}
+
+// hexID is an id as containerd and Docker write them, safe to print in a
+// command.
+var hexID = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Size writes a byte count for a person.
+func Size(b int64) string {
+	switch {
+	case b >= 1<<20 || b <= -1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10 || b <= -1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}

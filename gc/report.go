@@ -1,0 +1,414 @@
+package gc
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+)
+
+// Names of the two policies the dry run sets side by side.
+const (
+	PolicyKubelet      = "kubelet"
+	PolicyFinishedPods = "finished-pods"
+)
+
+// Report is what the command prints: both policies' plans for one
+// inventory, the one the flags selected, the one the node needs, and after
+// --apply what was done.
+type Report struct {
+	Time       time.Time          `json:"time"`
+	Runtime    kubecontainer.Info `json:"runtime"`
+	LimitBytes int64              `json:"limit_bytes"`
+	Containers map[string]int     `json:"containers"`
+	Sandboxes  map[string]int     `json:"sandboxes"`
+	Before     map[string]int64   `json:"before_bytes"`
+	// Plans by policy name.
+	Plans    map[string]*Plan `json:"plans"`
+	Selected string           `json:"selected"`
+	// Recommended is the policy the node needs, Why says so, Command is
+	// the command line that applies it.
+	Recommended string `json:"recommended"`
+	Why         string `json:"why"`
+	Command     string `json:"command"`
+	// Applied is set by --apply, and Check by the relist made after it.
+	Applied *Result `json:"applied,omitempty"`
+	Check   *Check  `json:"check,omitempty"`
+	// Incomplete names what the listing could not see (nothing of it is
+	// removed).
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// NewReport plans both policies (p's keep, min-age and until-ratio; with
+// and without finished pods) and recommends one: the kubelet's own when it
+// brings every answer under warnRatio × the limit (where the alerts
+// resolve), else --finished-pods when that does, else whichever leaves
+// less. command is the command line the recommendation is built on.
+func NewReport(inv *kubecontainer.Inventory, p Policy, warnRatio float64, command string, now time.Time) *Report {
+	r := &Report{Time: now.UTC(), Runtime: inv.Info, LimitBytes: p.LimitBytes, Incomplete: inv.Incomplete,
+		Containers: map[string]int{}, Sandboxes: map[string]int{}, Plans: map[string]*Plan{}}
+	for _, s := range kubecontainer.ContainerStates {
+		r.Containers[s] = 0
+	}
+	for _, s := range kubecontainer.SandboxStates {
+		r.Sandboxes[s] = 0
+	}
+	for _, c := range inv.Containers {
+		if c.State != kubecontainer.ContainerDockerOnly {
+			r.Containers[c.State]++
+		}
+	}
+	for _, s := range inv.Sandboxes {
+		r.Sandboxes[s.State]++
+	}
+	kp, fp := p, p
+	kp.FinishedPods, fp.FinishedPods = false, true
+	r.Plans[PolicyKubelet] = Build(inv, kp, now)
+	r.Plans[PolicyFinishedPods] = Build(inv, fp, now)
+	r.Before = r.Plans[PolicyKubelet].Before
+	r.Selected = PolicyKubelet
+	if p.FinishedPods {
+		r.Selected = PolicyFinishedPods
+	}
+
+	k, f := r.Plans[PolicyKubelet], r.Plans[PolicyFinishedPods]
+	warn := warnRatio * float64(p.LimitBytes)
+	worst := func(m map[string]int64) float64 {
+		w := 0.0
+		for _, b := range m {
+			w = max(w, float64(b))
+		}
+		return w
+	}
+	pct := func(m map[string]int64) string { return fmt.Sprintf("%.1f%%", 100*worst(m)/float64(p.LimitBytes)) }
+	switch {
+	case len(k.Actions) == 0 && len(f.Actions) == 0:
+		r.Recommended, r.Why = "", "nothing to remove: the kubelet's policy and --finished-pods both find nothing"
+	case worst(k.After) < warn:
+		r.Recommended = PolicyKubelet
+		r.Why = fmt.Sprintf("the kubelet's own policy brings the largest answer to %s of the limit, under the %.0f%% where the alerts resolve", pct(k.After), 100*warnRatio)
+	case worst(f.After) < warn:
+		r.Recommended = PolicyFinishedPods
+		r.Why = fmt.Sprintf("the kubelet's own policy leaves the largest answer at %s of the limit; removing the finished pods as well brings it to %s (it costs their logs: see below)", pct(k.After), pct(f.After))
+	case worst(f.After) < worst(k.After):
+		r.Recommended = PolicyFinishedPods
+		r.Why = fmt.Sprintf("neither policy brings the largest answer under %.0f%% of the limit (kubelet's: %s, --finished-pods: %s): the rest is running containers and the newest attempts of live pods; see pleg_exporter diagnose for who holds them, and --keep-per-container=0", 100*warnRatio, pct(k.After), pct(f.After))
+	default:
+		r.Recommended = PolicyKubelet
+		r.Why = fmt.Sprintf("neither policy brings the largest answer under %.0f%% of the limit (%s after the kubelet's): the rest is running containers and the newest attempts of live pods; see pleg_exporter diagnose for who holds them", 100*warnRatio, pct(k.After))
+	}
+	if r.Recommended != "" {
+		r.Command = command + " --apply"
+		if r.Recommended == PolicyFinishedPods {
+			r.Command += " --finished-pods"
+		}
+	}
+	return r
+}
+
+// Check is the kubelet's relist made once more after the run: its two
+// unfiltered calls, and their answers against its limit.
+type Check struct {
+	Payload map[string]int64 `json:"payload_bytes"`
+	// Fits is true when both calls answered under the limit: the kubelet's
+	// next relist (and its container GC) succeeds.
+	Fits  bool   `json:"fits"`
+	Error string `json:"error,omitempty"`
+}
+
+// Verify records the relist made after the run.
+func (r *Report) Verify(s *kubecontainer.Snapshot) {
+	c := &Check{Payload: map[string]int64{}, Fits: s.Err == nil}
+	if s.Err != nil {
+		c.Error = s.Err.Error()
+	}
+	for rpc, st := range s.RPCs {
+		if st.PayloadKnown {
+			c.Payload[rpc] = st.PayloadBytes
+			if st.PayloadBytes >= r.LimitBytes {
+				c.Fits = false
+			}
+		}
+	}
+	r.Check = c
+}
+
+// Plan is the plan of the policy the flags selected.
+func (r *Report) Plan() *Plan { return r.Plans[r.Selected] }
+
+// JSON writes the report as indented JSON.
+func (r *Report) JSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// nsRow is one namespace's part of a plan.
+type nsRow struct {
+	containers, sandboxes int
+	bytes                 int64
+	pods                  map[string]bool // pods that lose everything (finished)
+}
+
+func byNamespace(p *Plan) map[string]*nsRow {
+	m := map[string]*nsRow{}
+	for _, a := range p.Actions {
+		ns := a.Namespace
+		if ns == "" {
+			ns = kubecontainer.NoNamespace
+		}
+		row := m[ns]
+		if row == nil {
+			row = &nsRow{pods: map[string]bool{}}
+			m[ns] = row
+		}
+		if a.Kind == KindSandbox {
+			row.sandboxes++
+		} else {
+			row.containers++
+			row.bytes += a.Bytes
+		}
+		if a.Rule == RuleFinishedPod {
+			row.pods[a.PodUID] = true
+		}
+	}
+	return m
+}
+
+// maxNamespaceRows bounds the table; the rest is summed on one line.
+const maxNamespaceRows = 15
+
+// Text writes the plan (and the run, after --apply) for a person. Every
+// line goes through Printable: names come from the runtime.
+func (r *Report) Text(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintln(w, kubecontainer.Printable(fmt.Sprintf(format, a...))) }
+	limit := float64(r.LimitBytes)
+	answer := func(m map[string]int64) string {
+		var parts []string
+		for _, rpc := range []string{kubecontainer.RPCListContainers, kubecontainer.RPCListPodSandbox} {
+			b := m[rpc]
+			fits := "fits"
+			if float64(b) >= limit {
+				fits = "TOO LARGE: the kubelet's relist and GC fail"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%.1f%% of the limit, %s)", rpc, Size(b), 100*float64(b)/limit, fits))
+		}
+		return strings.Join(parts, "; ")
+	}
+	p("pleg_exporter gc: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
+	if r.Applied == nil {
+		p("DRY RUN: nothing was removed; --apply removes what the selected policy (*) plans.")
+	}
+	p("")
+	p("Now     %s", answer(r.Before))
+	p("        containers %s; sandboxes %s (limit %s)", States(r.Containers, kubecontainer.ContainerStates), States(r.Sandboxes, kubecontainer.SandboxStates), Size(r.LimitBytes))
+	if r.Incomplete != "" {
+		p("        not listed, so not removed: %s", r.Incomplete)
+	}
+	p("")
+	k, f := r.Plans[PolicyKubelet], r.Plans[PolicyFinishedPods]
+	mark := func(name string) string {
+		if name == r.Selected {
+			return "* "
+		}
+		return "  "
+	}
+	p("  %-34s %s%-34s %s%s", "", mark(PolicyKubelet), fmt.Sprintf("the kubelet's policy (keep %d)", k.Policy.KeepPerContainer), mark(PolicyFinishedPods), "and --finished-pods")
+	p("  %-34s %10s %10s %12s   %10s %10s %12s %6s", "namespace", "containers", "sandboxes", "bytes", "containers", "sandboxes", "bytes", "pods")
+	kn, fn := byNamespace(k), byNamespace(f)
+	names := make([]string, 0, len(fn))
+	for ns := range fn {
+		names = append(names, ns)
+	}
+	for ns := range kn {
+		if fn[ns] == nil {
+			names = append(names, ns)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		bi, bj := rowBytes(fn[names[i]])+rowBytes(kn[names[i]]), rowBytes(fn[names[j]])+rowBytes(kn[names[j]])
+		if bi != bj {
+			return bi > bj
+		}
+		return names[i] < names[j]
+	})
+	zero := &nsRow{}
+	row := func(label string, a, b *nsRow) {
+		if a == nil {
+			a = zero
+		}
+		if b == nil {
+			b = zero
+		}
+		p("  %-34s %10d %10d %12s   %10d %10d %12s %6d", clip(label, 34), a.containers, a.sandboxes, Size(a.bytes), b.containers, b.sandboxes, Size(b.bytes), len(b.pods))
+	}
+	rest := [2]*nsRow{{pods: map[string]bool{}}, {pods: map[string]bool{}}}
+	for i, ns := range names {
+		if i < maxNamespaceRows {
+			row(ns, kn[ns], fn[ns])
+			continue
+		}
+		for j, src := range []*nsRow{kn[ns], fn[ns]} {
+			if src != nil {
+				rest[j].containers += src.containers
+				rest[j].sandboxes += src.sandboxes
+				rest[j].bytes += src.bytes
+				for uid := range src.pods {
+					rest[j].pods[uid] = true
+				}
+			}
+		}
+	}
+	if len(names) > maxNamespaceRows {
+		row(fmt.Sprintf("(%d more namespaces)", len(names)-maxNamespaceRows), rest[0], rest[1])
+	}
+	total := func(pl *Plan) *nsRow {
+		t := &nsRow{pods: map[string]bool{}}
+		for _, r := range byNamespace(pl) {
+			t.containers += r.containers
+			t.sandboxes += r.sandboxes
+			t.bytes += r.bytes
+			for uid := range r.pods {
+				t.pods[uid] = true
+			}
+		}
+		return t
+	}
+	row("total", total(k), total(f))
+	p("")
+	p("After   the kubelet's policy:  %s", answer(k.After))
+	p("        and --finished-pods:   %s", answer(f.After))
+	p("Left    %s", kept(r.Plan().Kept))
+	if n := len(total(f).pods); n > 0 {
+		p("        --finished-pods removes %d pods that have no ready sandbox, containers and sandboxes: kubectl logs of those pods stops working. Use it for pods that are gone (finished Jobs, deleted or evicted pods); a pod restarting its sandbox right now would lose its previous containers.", n)
+	}
+	p("")
+	if r.Recommended == "" {
+		p("Nothing to do: %s.", r.Why)
+	} else {
+		p("Recommended: %s", r.Command)
+		p("        %s.", r.Why)
+	}
+	if r.Applied != nil {
+		r.Applied.text(p, r.Plan(), limit)
+	}
+	if c := r.Check; c != nil {
+		p("")
+		what := fmt.Sprintf("ListContainers %s, ListPodSandbox %s", Size(c.Payload[kubecontainer.RPCListContainers]), Size(c.Payload[kubecontainer.RPCListPodSandbox]))
+		switch {
+		case c.Fits:
+			p("Checked: the kubelet's relist calls answer again (%s), under the %s limit: its relist and container GC work.", what, Size(r.LimitBytes))
+		case c.Error != "":
+			p("Checked: the kubelet's relist still fails: %s. Run pleg_exporter diagnose.", c.Error)
+		default:
+			p("Checked: the kubelet's relist calls answer %s: still over the %s limit. Run pleg_exporter diagnose.", what, Size(r.LimitBytes))
+		}
+	}
+}
+
+func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
+	p("")
+	rate := 0.0
+	if s := res.Duration.Seconds(); s > 0 {
+		rate = float64(res.Calls) / s
+	}
+	p("Applied the %s plan: removed %d containers and %d sandboxes, %d already gone, %d failed, of %d planned, in %s (%d calls, %.1f/s)",
+		orKubelet(plan), res.Removed[KindContainer], res.Removed[KindSandbox], res.Gone, len(res.Failures), res.Planned,
+		res.Duration.Round(100*time.Millisecond), res.Calls, rate)
+	for _, rpc := range []string{kubecontainer.RPCListContainers, kubecontainer.RPCListPodSandbox} {
+		b := res.Left[rpc]
+		fits := "fits under the limit"
+		if float64(b) >= limit {
+			fits = "STILL OVER THE LIMIT"
+		}
+		p("        %s now %s (%.1f%% of the limit): %s", rpc, Size(b), 100*float64(b)/limit, fits)
+	}
+	if len(res.Failures) > 0 {
+		p("")
+		p("Failed (%d), skipped:", len(res.Failures))
+		for i, f := range res.Failures {
+			if i == 20 {
+				p("  … %d more (--output=json lists them all)", len(res.Failures)-20)
+				break
+			}
+			a := f.Action
+			p("  %s %s %s/%s%s: %s", a.Kind, shortID(a.ID), a.Namespace, a.Pod, slashName(a.Name), f.Error)
+			if f.Hint != "" {
+				p("      → %s", f.Hint)
+			}
+		}
+	}
+	switch {
+	case res.GaveUp != "":
+		p("")
+		p("GAVE UP: %s. %d removals not made. Check the runtime (systemctl status, its log), then run the same command again: it lists again and continues.", res.GaveUp, res.NotRun)
+	case res.Interrupted:
+		p("")
+		p("INTERRUPTED: %d removals not made. Run the same command again to continue: it lists again and removes what is left.", res.NotRun)
+	}
+}
+
+func orKubelet(p *Plan) string {
+	if p.Policy.FinishedPods {
+		return "--finished-pods"
+	}
+	return "kubelet's-policy"
+}
+
+func slashName(n string) string {
+	if n == "" {
+		return ""
+	}
+	return "/" + n
+}
+
+func rowBytes(r *nsRow) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.bytes
+}
+
+func kept(k Kept) string {
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{
+		{k.Running, "running containers"}, {k.Newest, "newest containers of their (pod, name)"},
+		{k.LiveInDocker, "containers alive in Docker"}, {k.Young, "containers younger than --min-age"},
+		{k.NotKubelets, "items the kubelet did not create"}, {k.ReadySandbox, "ready sandboxes"},
+		{k.ActiveSandbox, "sandboxes holding containers"}, {k.NewestSandbox, "newest sandboxes of their pod"},
+		{k.UntilRatio, "removals past --until-ratio"},
+	} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+// States writes counts by state in the given order, with their total.
+func States(m map[string]int, order []string) string {
+	total := 0
+	var parts []string
+	for _, s := range order {
+		total += m[s]
+		parts = append(parts, fmt.Sprintf("%s %d", s, m[s]))
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
