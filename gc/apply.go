@@ -176,6 +176,8 @@ func hint(a *Action, err error, timedOut bool) string {
 			find + ", stop that process (or restart the runtime once the node is drained), then run gc again"
 	case timedOut:
 		return "the runtime did not answer in time (a hanging removal, as on a broken sandbox): skipped; look at the runtime's log for this id, then run gc again"
+	case a.Rule == RuleDead:
+		return "Docker failed to remove this container before (that is what dead means) and failed again: the error names the file or mount in the way; free it, then run gc again"
 	case strings.Contains(msg, "running") || strings.Contains(msg, "conflict"):
 		return "it is running again (or being removed by someone else): left alone, as the kubelet would"
 	}

@@ -45,9 +45,10 @@ const (
 	// RuleOldSandbox: a not-ready sandbox that holds no container and is
 	// not the newest of its pod.
 	RuleOldSandbox = "old-sandbox"
-	// RuleDead: a container Docker marks dead, a removal that failed half
-	// way; the kubelet sees it as unknown and removes it unless it is its
-	// group's newest. Docker runtimes only.
+	// RuleDead: a container Docker marks dead (or still "removing"), a
+	// removal that failed half way; the kubelet sees it as unknown and
+	// removes it unless it is its group's newest, this always. Docker
+	// runtimes only.
 	RuleDead = "dead"
 )
 
@@ -134,12 +135,13 @@ func Payloads(inv *kubecontainer.Inventory) map[string]int64 {
 
 // liveInDocker are Docker states of a container that is alive whatever the
 // CRI view says (cri-dockerd reports restarting as unknown): removing it
-// would need force.
+// would need force. "removing" is not among them: after a removal that
+// failed Docker keeps listing the container as removing (until it
+// restarts) and a new removal is what it needs, as for dead.
 var liveInDocker = map[string]bool{
 	kubecontainer.DockerRunning:    true,
 	kubecontainer.DockerPaused:     true,
 	kubecontainer.DockerRestarting: true,
-	kubecontainer.DockerRemoving:   true,
 }
 
 // Build plans what p removes from inv, as of now.
@@ -194,7 +196,7 @@ func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
 			plan.Kept.LiveInDocker++
 		case p.MinAge > 0 && c.CreatedAt.After(newestGC):
 			plan.Kept.Young++
-		case c.DockerState == kubecontainer.DockerDead:
+		case c.DockerState == kubecontainer.DockerDead || c.DockerState == kubecontainer.DockerRemoving:
 			removeCt(c, RuleDead)
 			continue
 		case finished(c.PodUID):

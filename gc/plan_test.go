@@ -149,11 +149,13 @@ func TestDockerStates(t *testing.T) {
 	n.container("e-dead", "e0", "app", unknown, 1, 2).DockerState = kubecontainer.DockerDead
 	n.container("e-restarting", "e0", "side", unknown, 0, 1).DockerState = kubecontainer.DockerRestarting
 	n.container("e-old", "e0", "app", exited, 0, 1).DockerState = kubecontainer.DockerExited
+	// Listed as removing after a removal that failed: removed again.
+	n.container("e-stuck", "e0", "sidecar", unknown, 0, 1).DockerState = kubecontainer.DockerRemoving
 	n.inv.Containers = append(n.inv.Containers, kubecontainer.Container{ID: "not-kubelets-dead", State: kubecontainer.ContainerDockerOnly, DockerState: kubecontainer.DockerDead})
 	p := Build(&n.inv, Policy{KeepPerContainer: 1, LimitBytes: 1 << 20}, at(60))
 	// The dead one goes although it is the newest of (e, app); so the
 	// exited attempt 0 is then app's newest and stays.
-	want := map[string]string{"e-dead": RuleDead}
+	want := map[string]string{"e-dead": RuleDead, "e-stuck": RuleDead}
 	if got := ids(p); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("plan = %v, want %v", got, want)
 	}

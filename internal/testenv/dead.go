@@ -18,23 +18,38 @@ const pinFile = ".pleg-test-pin"
 // in its writable layer; in the field a busy mount), and once the daemon
 // reloads its state the container lists as dead. Call Restart afterwards.
 func (d *Dockerd) MakeDead(ctx context.Context, id string) error {
+	_, err := d.MakeDeadPinned(ctx, id)
+	return err
+}
+
+// MakeDeadPinned is MakeDead, and returns the immutable file that makes
+// every removal fail: Unpin it to let a removal succeed.
+func (d *Dockerd) MakeDeadPinned(ctx context.Context, id string) (string, error) {
 	info, err := d.API.ContainerInspect(ctx, id)
 	if err != nil {
-		return err
+		return "", err
 	}
 	upper := info.GraphDriver.Data["UpperDir"]
 	if upper == "" || !strings.HasPrefix(upper, d.Dir) {
-		return fmt.Errorf("container %s has no writable layer under %s (driver %s)", id, d.Dir, info.GraphDriver.Name)
+		return "", fmt.Errorf("container %s has no writable layer under %s (driver %s)", id, d.Dir, info.GraphDriver.Name)
 	}
 	pin := filepath.Join(upper, pinFile)
 	if err := os.WriteFile(pin, nil, 0o644); err != nil {
-		return err
+		return "", err
 	}
 	if out, err := exec.Command("chattr", "+i", pin).CombinedOutput(); err != nil {
-		return fmt.Errorf("chattr +i: %v: %s", err, out)
+		return "", fmt.Errorf("chattr +i: %v: %s", err, out)
 	}
 	if err := d.API.ContainerRemove(ctx, id, container.RemoveOptions{}); err == nil {
-		return fmt.Errorf("removal of %s succeeded; expected it to fail", id)
+		return "", fmt.Errorf("removal of %s succeeded; expected it to fail", id)
+	}
+	return pin, nil
+}
+
+// Unpin clears a file MakeDeadPinned made immutable.
+func Unpin(pin string) error {
+	if out, err := exec.Command("chattr", "-i", pin).CombinedOutput(); err != nil {
+		return fmt.Errorf("chattr -i: %v: %s", err, out)
 	}
 	return nil
 }

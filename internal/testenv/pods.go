@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -60,6 +61,19 @@ func (k *PodClient) RunPod(ctx context.Context, namespace, name string) (*Pod, e
 		return nil, fmt.Errorf("run pod %s/%s: %w", namespace, name, err)
 	}
 	return &Pod{ID: resp.GetPodSandboxId(), Name: name, Namespace: namespace, UID: uid, config: cfg}, nil
+}
+
+// NewSandbox gives pod a new sandbox, as the kubelet does when the old one
+// died: the same pod (uid, names, log directory), the next attempt. The old
+// sandbox is left as it is (stop it first for the kubelet's order).
+func (k *PodClient) NewSandbox(ctx context.Context, pod *Pod) (*Pod, error) {
+	cfg := proto.Clone(pod.config).(*runtimeapi.PodSandboxConfig)
+	cfg.Metadata.Attempt++
+	resp, err := k.RS.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("run pod %s/%s attempt %d: %w", pod.Namespace, pod.Name, cfg.Metadata.Attempt, err)
+	}
+	return &Pod{ID: resp.GetPodSandboxId(), Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, config: cfg}, nil
 }
 
 // ContainerSpec says what to run and how far to take it.
