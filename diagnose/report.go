@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pleg-exporter/pleg_exporter/gc"
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
@@ -24,6 +25,9 @@ type Thresholds struct {
 	ExitedContainers  int
 	NotReadySandboxes int
 	Top               int
+	// GCCommand is how `pleg_exporter gc` is run on this node (with the
+	// runtime flags diagnose ran with); empty: plain "pleg_exporter gc".
+	GCCommand string
 }
 
 // DefaultThresholds are the mixin's warning thresholds
@@ -51,7 +55,29 @@ type Report struct {
 	NotReady    []Suspect          `json:"notready_sandboxes"`
 	NotReadyAll int                `json:"notready_sandboxes_total"`
 	Probes      []Probe            `json:"slowest_status_calls"`
-	Cleanup     []Step             `json:"cleanup"`
+	// GC is the fix to try first: what `pleg_exporter gc` would remove;
+	// nil when it finds nothing. Cleanup is the manual alternative.
+	GC      *GCAdvice `json:"gc,omitempty"`
+	Cleanup []Step    `json:"cleanup"`
+}
+
+// GCAdvice is the plan of `pleg_exporter gc` for the node, in figures.
+type GCAdvice struct {
+	// Policy is the one the node needs (gc.PolicyKubelet or
+	// gc.PolicyFinishedPods); Command applies it, DryRun shows both.
+	Policy  string `json:"policy"`
+	Command string `json:"command"`
+	DryRun  string `json:"dry_run"`
+	Why     string `json:"why"`
+	// Containers and Sandboxes it removes; FinishedPods is how many pods
+	// lose everything (and their logs) under --finished-pods.
+	Containers   int              `json:"containers"`
+	Sandboxes    int              `json:"sandboxes"`
+	FinishedPods int              `json:"finished_pods,omitempty"`
+	Before       map[string]int64 `json:"before_bytes"`
+	After        map[string]int64 `json:"after_bytes"`
+	// Fits is true when both answers end under the limit.
+	Fits bool `json:"fits"`
 }
 
 // Payload is one answer against the limit.
@@ -220,8 +246,42 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	if timeouts > 0 {
 		r.reason("%d status calls timed out: each costs a kubelet relist up to its 2m deadline", timeouts)
 	}
+	r.GC = adviseGC(inv, th, now)
 	r.Cleanup = cleanup(inv, r, th.LimitBytes)
 	return r
+}
+
+// adviseGC plans `pleg_exporter gc` with the kubelet's defaults and says
+// which policy the node needs, in the gc command's own words.
+func adviseGC(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *GCAdvice {
+	command := th.GCCommand
+	if command == "" {
+		command = "pleg_exporter gc"
+	}
+	rep := gc.NewReport(inv, gc.Policy{KeepPerContainer: 1, LimitBytes: th.LimitBytes}, th.PayloadRatio, command, now)
+	if rep.Recommended == "" {
+		return nil
+	}
+	p := rep.Plans[rep.Recommended]
+	a := &GCAdvice{Policy: rep.Recommended, Command: rep.Command, DryRun: command, Why: rep.Why, Before: p.Before, After: p.After, Fits: true}
+	pods := map[string]bool{}
+	for _, x := range p.Actions {
+		if x.Kind == gc.KindSandbox {
+			a.Sandboxes++
+		} else {
+			a.Containers++
+		}
+		if x.Rule == gc.RuleFinishedPod {
+			pods[x.PodUID] = true
+		}
+	}
+	a.FinishedPods = len(pods)
+	for _, b := range p.After {
+		if b >= th.LimitBytes {
+			a.Fits = false
+		}
+	}
+	return a
 }
 
 // payload compares one list answer with the limit. MoreFit divides what is
@@ -317,14 +377,13 @@ func age(now, t time.Time) string {
 	}
 }
 
-func size(b int64) string {
-	switch {
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+var size = gc.Size
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
 	}
-	return fmt.Sprintf("%d B", b)
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // batch feeds ids to a remove command a hundred at a time: the ids of
@@ -612,8 +671,32 @@ func (r *Report) Text(w io.Writer) {
 			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, short(pr.ID), pr.Where, pr.Duration, pr.Result)
 		}
 	}
+	if g := r.GC; g != nil {
+		p("")
+		p("Fix first: remove what the kubelet's own container GC would, through lists that fit")
+		fits := "fits under the limit"
+		if !g.Fits {
+			fits = "STILL OVER THE LIMIT"
+		}
+		who := "The kubelet's own policy"
+		if g.Policy == gc.PolicyFinishedPods {
+			who = "With --finished-pods it"
+		}
+		p("  %s removes %d containers and %d sandboxes: ListContainers %s → %s (%s).", who, g.Containers, g.Sandboxes,
+			size(g.Before[kubecontainer.RPCListContainers]), size(g.After[kubecontainer.RPCListContainers]), fits)
+		p("  %s.", capitalize(g.Why))
+		if g.FinishedPods > 0 {
+			p("  It removes %d pods that have no ready sandbox, and with them their logs.", g.FinishedPods)
+		}
+		p("  See the plan per namespace (changes nothing):  %s", g.DryRun)
+		p("  Apply it:                                       %s", g.Command)
+	}
 	p("")
-	p("Cleanup")
+	if r.GC != nil {
+		p("Or by hand")
+	} else {
+		p("Cleanup")
+	}
 	for i, s := range r.Cleanup {
 		p("  %d. %s", i+1, s.Why)
 		if s.Command != "" {
@@ -632,12 +715,4 @@ func short(id string) string {
 	return id
 }
 
-func states(m map[string]int, order []string) string {
-	total := 0
-	var parts []string
-	for _, s := range order {
-		total += m[s]
-		parts = append(parts, fmt.Sprintf("%s %d", s, m[s]))
-	}
-	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
-}
+var states = gc.States

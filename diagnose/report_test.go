@@ -406,3 +406,62 @@ func TestSuspectsOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// Past the limit, the report leads with the gc command and its figures:
+// the kubelet's own policy when it is enough, --finished-pods when only
+// that is; the crictl steps stay, as the way by hand.
+func TestReportRecommendsGCFirst(t *testing.T) {
+	build := func(finishedPods bool) *Report {
+		inv := &kubecontainer.Inventory{Info: kubecontainer.Info{Runtime: "containerd"}, View: kubecontainer.ViewCRI,
+			Payload: map[string]int64{kubecontainer.RPCListContainers: 18 << 20}}
+		for p := 0; p < 30; p++ {
+			state := kubecontainer.SandboxReady
+			if finishedPods {
+				state = kubecontainer.SandboxNotReady
+			}
+			uid, sb := fmt.Sprintf("uid-%d", p), fmt.Sprintf("%064x", 1000+p)
+			inv.Sandboxes = append(inv.Sandboxes, kubecontainer.Sandbox{ID: sb, Pod: fmt.Sprintf("cron-%d", p), Namespace: "batch", PodUID: uid, State: state, CreatedAt: now.Add(-time.Hour)})
+			// One attempt each of many containers when the pods are
+			// finished (the kubelet's policy keeps them all), many
+			// attempts of one otherwise.
+			for a := 0; a < 10; a++ {
+				name := "job"
+				if finishedPods {
+					name = fmt.Sprintf("step-%d", a)
+				}
+				inv.Containers = append(inv.Containers, kubecontainer.Container{ID: fmt.Sprintf("%064x", len(inv.Containers)), Name: name, Attempt: uint32(a),
+					Pod: fmt.Sprintf("cron-%d", p), Namespace: "batch", PodUID: uid, SandboxID: sb, State: kubecontainer.ContainerExited,
+					CreatedAt: now.Add(time.Duration(a-100) * time.Minute), Bytes: (18 << 20) / 300})
+			}
+		}
+		th := DefaultThresholds
+		th.GCCommand = "pleg_exporter gc --runtime.endpoint=unix:///run/containerd/containerd.sock"
+		return Build(inv, th, now)
+	}
+	r := build(false)
+	if r.GC == nil || r.GC.Policy != "kubelet" || r.GC.Containers != 270 || !r.GC.Fits ||
+		r.GC.Command != "pleg_exporter gc --runtime.endpoint=unix:///run/containerd/containerd.sock --apply" {
+		t.Fatalf("gc advice: %+v", r.GC)
+	}
+	var b strings.Builder
+	r.Text(&b)
+	out := b.String()
+	fix, manual := strings.Index(out, "Fix first"), strings.Index(out, "Or by hand")
+	if fix < 0 || manual < fix || !strings.Contains(out, "removes 270 containers and 0 sandboxes: ListContainers 18.0 MiB → 1.8 MiB (fits under the limit)") {
+		t.Errorf("text report:\n%s", out)
+	}
+	if len(r.Cleanup) < 3 || !strings.Contains(r.Cleanup[len(r.Cleanup)-1].Command, "uncordon") {
+		t.Errorf("the manual steps are gone: %+v", r.Cleanup)
+	}
+
+	r = build(true)
+	if r.GC == nil || r.GC.Policy != "finished-pods" || r.GC.Containers != 300 || r.GC.Sandboxes != 30 || r.GC.FinishedPods != 30 ||
+		!strings.HasSuffix(r.GC.Command, "--apply --finished-pods") {
+		t.Fatalf("gc advice for finished pods: %+v", r.GC)
+	}
+	b.Reset()
+	r.Text(&b)
+	if !strings.Contains(b.String(), "It removes 30 pods that have no ready sandbox, and with them their logs.") {
+		t.Errorf("text report:\n%s", b.String())
+	}
+}

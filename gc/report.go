@@ -93,7 +93,7 @@ func NewReport(inv *kubecontainer.Inventory, p Policy, warnRatio float64, comman
 		r.Why = fmt.Sprintf("the kubelet's own policy brings the largest answer to %s of the limit, under the %.0f%% where the alerts resolve", pct(k.After), 100*warnRatio)
 	case worst(f.After) < warn:
 		r.Recommended = PolicyFinishedPods
-		r.Why = fmt.Sprintf("the kubelet's own policy leaves the largest answer at %s of the limit; removing the finished pods as well brings it to %s (it costs their logs: see below)", pct(k.After), pct(f.After))
+		r.Why = fmt.Sprintf("the kubelet's own policy leaves the largest answer at %s of the limit; removing the finished pods as well brings it to %s (it costs their logs)", pct(k.After), pct(f.After))
 	case worst(f.After) < worst(k.After):
 		r.Recommended = PolicyFinishedPods
 		r.Why = fmt.Sprintf("neither policy brings the largest answer under %.0f%% of the limit (kubelet's: %s, --finished-pods: %s): the rest is running containers and the newest attempts of live pods; see pleg_exporter diagnose for who holds them, and --keep-per-container=0", 100*warnRatio, pct(k.After), pct(f.After))

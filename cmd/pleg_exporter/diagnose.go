@@ -39,6 +39,7 @@ func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	th := diagnose.DefaultThresholds
 	th.LimitBytes = opts.limitBytes
 	th.Top = opts.top
+	th.GCCommand = gcCommandLine(cfg, opts.limitBytes)
 	report := diagnose.Build(inv, th, time.Now())
 	if opts.output == "json" {
 		if err := report.JSON(os.Stdout); err != nil {

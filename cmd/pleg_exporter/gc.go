@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,15 +47,40 @@ type gcOptions struct {
 	command string // the command line a recommendation starts from
 }
 
-func gcFlags(limit int64, endpoint string) (gcOptions, error) {
+// gcCommandLine is the gc command for the runtime cfg names, as a
+// recommendation prints it: the runtime flags that were given, nothing
+// else. Values go through shellQuote: an endpoint is a path.
+func gcCommandLine(cfg detect.Config, limit int64) string {
+	cmd := name + " gc"
+	if cfg.Kind != detect.KindAuto {
+		cmd += " --runtime=" + cfg.Kind
+	}
+	if cfg.Endpoint != "" {
+		cmd += " --runtime.endpoint=" + shellWord(cfg.Endpoint)
+	}
+	if cfg.DockerHost != "" {
+		cmd += " --docker.host=" + shellWord(cfg.DockerHost)
+	}
+	if limit != defaultGRPCLimit {
+		cmd += fmt.Sprintf(" --pleg.grpc-limit-bytes=%d", limit)
+	}
+	return cmd
+}
+
+// shellWord quotes s for a POSIX shell unless it is plainly one word.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/:._-+=@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func gcFlags(cfg detect.Config, limit int64) (gcOptions, error) {
 	o := gcOptions{
 		policy: gc.Policy{KeepPerContainer: *gcKeep, FinishedPods: *gcFinishedPods, MinAge: *gcMinAge, UntilRatio: *gcUntilRatio, LimitBytes: limit},
-		apply:  *gcApply, output: *gcOutput, run: gc.DefaultOptions, command: name + " gc",
+		apply:  *gcApply, output: *gcOutput, run: gc.DefaultOptions, command: gcCommandLine(cfg, limit),
 	}
 	o.run.Rate, o.run.Timeout = *gcRate, *gcTimeout
-	if endpoint != "" {
-		o.command += " --runtime.endpoint=" + endpoint
-	}
 	switch {
 	case *gcKeep < 0:
 		return o, fmt.Errorf("--keep-per-container must be 0 or more, got %d", *gcKeep)

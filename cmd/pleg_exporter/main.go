@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +47,9 @@ const (
 	readHeaderTimeout = 10 * time.Second
 	readTimeout       = 30 * time.Second
 	writeTimeout      = time.Minute
+
+	// defaultGRPCLimit is the kubelet's gRPC receive limit (16 MiB).
+	defaultGRPCLimit = 16 << 20
 )
 
 var (
@@ -62,7 +66,7 @@ var (
 	plegThreshold = kingpin.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m; 10m with the EventedPLEG gate on).").
 			Default("3m").Duration()
 	grpcLimit = kingpin.Flag("pleg.grpc-limit-bytes", "The kubelet's gRPC receive limit that list answers are compared against.").
-			Default("16777216").Int64()
+			Default(strconv.Itoa(defaultGRPCLimit)).Int64()
 	maxRecv = kingpin.Flag("runtime.max-recv-bytes", "The exporter's own receive limit for one runtime answer (a gRPC message, a Docker container list), far above the kubelet's so answers past 16 MiB are still measured.").
 		Default("268435456").Int()
 	metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
@@ -123,7 +127,7 @@ func run() int {
 	case diagnoseCmd.FullCommand():
 		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt})
 	case gcCmd.FullCommand():
-		o, err := gcFlags(*grpcLimit, *runtimeEndpoint)
+		o, err := gcFlags(cfg, *grpcLimit)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
 			return 1

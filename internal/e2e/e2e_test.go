@@ -136,8 +136,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
+	bin := buildExporter(t)
 	st, err := stack.Start(stack.Options{
-		Dir: dir, ExporterBinary: buildExporter(t), RulesDir: filepath.Join(repo, "mixin", "generated"),
+		Dir: dir, ExporterBinary: bin, RulesDir: filepath.Join(repo, "mixin", "generated"),
 		ReceiverURL: hook.URL, WithDocker: true, Log: testLog{t}, RelistInterval: relistInterval.String(),
 		Kubelet: kubeletBin, MinContainerTTL: 24 * time.Hour, BeforeKubelet: leftBehind,
 	})
@@ -184,7 +185,7 @@ func TestEndToEnd(t *testing.T) {
 		{"agreement at rest", func(t *testing.T) { agreement(t, ctx, st, rs) }},
 		{"dashboards", func(t *testing.T) { checkDashboards(t, ctx, st) }},
 		{"exporter as a pod", func(t *testing.T) { exporterPod(t, ctx, st, rs) }},
-		{"payload overflow", func(t *testing.T) { overflow(t, ctx, st, rec, rs, pc) }},
+		{"payload overflow", func(t *testing.T) { overflow(t, ctx, st, rec, rs, pc, bin) }},
 		{"frozen runtime", func(t *testing.T) { frozen(t, ctx, st, rec) }},
 	}
 	for _, s := range steps {

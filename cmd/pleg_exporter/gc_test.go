@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
+)
+
+type gcJSON struct {
+	Recommended string `json:"recommended"`
+	Command     string `json:"command"`
+	Plans       map[string]struct {
+		Actions []struct{ ID string } `json:"actions"`
+	} `json:"plans"`
+	Applied *struct {
+		Removed  map[string]int `json:"removed"`
+		Gone     int            `json:"already_gone"`
+		Failures []struct {
+			Action   struct{ ID string }
+			Error    string
+			TimedOut bool `json:"timed_out"`
+			Hint     string
+		} `json:"failures"`
+		Interrupted bool `json:"interrupted"`
+	} `json:"applied"`
+	Check *struct {
+		Fits bool `json:"fits"`
+	} `json:"check"`
+}
+
+func runGCBinary(t *testing.T, args ...string) (gcJSON, int, string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"gc", "--output=json"}, args...)...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.Run()
+	var r gcJSON
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+			t.Fatalf("json: %v\n%s", err, out.String())
+		}
+	}
+	return r, cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// Past the limit on the fake runtime: the plan keeps each pod's newest
+// exited worker; a removal that hangs is timed out, reported and skipped,
+// one the kubelet got to first counts as done; exit 1 for the one failure;
+// the relist check after the run fits.
+func TestGCHangsAndGoneOnFakeCRI(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 20, Running: 20, Exited: 6000, PaddingBytes: 3000})
+	srv.SetPopulation(sbs, cts)
+	ep := "--runtime.endpoint=" + srv.Endpoint()
+
+	dry, code, stderr := runGCBinary(t, ep)
+	if code != 0 || dry.Recommended != "kubelet" || len(dry.Plans["kubelet"].Actions) != 6000-20 {
+		t.Fatalf("dry run: exit %d, recommended %q, %d planned; %s", code, dry.Recommended, len(dry.Plans["kubelet"].Actions), stderr)
+	}
+	if srv.Calls("RemoveContainer") != 0 {
+		t.Fatal("the dry run removed something")
+	}
+	hung, gone := dry.Plans["kubelet"].Actions[10].ID, dry.Plans["kubelet"].Actions[20].ID
+	srv.HangRemove(hung)
+	srv.FailRemove(status.Error(codes.NotFound, "no such container"), gone)
+
+	r, code, stderr := runGCBinary(t, ep, "--apply", "--rate=100000", "--timeout=300ms")
+	if code != 1 || r.Applied == nil {
+		t.Fatalf("apply: exit %d (want 1), %s", code, stderr)
+	}
+	a := r.Applied
+	if len(a.Failures) != 1 || a.Failures[0].Action.ID != hung || !a.Failures[0].TimedOut || a.Failures[0].Hint == "" ||
+		a.Gone != 1 || a.Removed["container"] != 6000-20-2 {
+		t.Errorf("applied: removed %v, gone %d, failures %+v", a.Removed, a.Gone, a.Failures)
+	}
+	if r.Check == nil || !r.Check.Fits {
+		t.Errorf("check %+v", r.Check)
+	}
+	_, left := srv.Population()
+	if len(left) != 20+20+2 { // running, each pod's newest, the hung one and the "gone" one (the fake kept it)
+		t.Errorf("%d containers left", len(left))
+	}
+}
+
+// SIGINT: the call in flight ends, the summary says how many were not made,
+// exit 130.
+func TestGCInterruptedOnFakeCRI(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 2, Exited: 400})
+	srv.SetPopulation(sbs, cts)
+	cmd := exec.Command(binary, "gc", "--apply", "--rate=20", "--runtime.endpoint="+srv.Endpoint())
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); srv.Calls("RemoveContainer") < 10 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	n := srv.Calls("RemoveContainer")
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "INTERRUPTED") || n >= 398 {
+		t.Errorf("exit %d after %d removals\n%s\n%s", code, n, out.String(), stderr.String())
+	}
+}
+
+func TestGCExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--runtime.endpoint=unix://" + filepath.Join(t.TempDir(), "none.sock")}, 2, "cannot list the runtime"},
+		{[]string{"--rate=0"}, 1, "--rate must be positive"},
+		{[]string{"--until-ratio=1.5"}, 1, "--until-ratio must be between 0"},
+		{[]string{"--keep-per-container=-1"}, 1, "--keep-per-container must be 0 or more"},
+		{[]string{"--timeout=0s"}, 1, "--timeout must be positive"},
+		{[]string{"--runtime.endpoint=/run/containerd.sock"}, 1, "has no scheme"},
+	} {
+		_, code, stderr := runGCBinary(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.msg)
+		}
+	}
+}

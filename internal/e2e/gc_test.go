@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+// gcRun is the part of `pleg_exporter gc --output=json` this test reads.
+type gcRun struct {
+	Recommended string `json:"recommended"`
+	Command     string `json:"command"`
+	Why         string `json:"why"`
+	Before      map[string]int64 `json:"before_bytes"`
+	Plans       map[string]struct {
+		Actions []struct{ Kind, ID string } `json:"actions"`
+		After   map[string]int64            `json:"after_bytes"`
+	} `json:"plans"`
+	Applied *struct {
+		Removed  map[string]int `json:"removed"`
+		Gone     int            `json:"already_gone"`
+		Failures []struct{ Error string }
+		Calls    int   `json:"calls"`
+		Duration int64 `json:"duration_ns"`
+	} `json:"applied"`
+	Check *struct {
+		Fits    bool             `json:"fits"`
+		Payload map[string]int64 `json:"payload_bytes"`
+	} `json:"check"`
+}
+
+func gc(t *testing.T, bin string, args ...string) (gcRun, int) {
+	t.Helper()
+	r, code, err := tryGC(bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, code
+}
+
+// tryGC runs the gc command; safe outside the test's goroutine.
+func tryGC(bin string, args ...string) (gcRun, int, error) {
+	cmd := exec.Command(bin, append([]string{"gc", "--output=json"}, args...)...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.Run()
+	var r gcRun
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return r, 0, fmt.Errorf("gc %v: exit %d: %v\n%s\n%s", args, cmd.ProcessState.ExitCode(), err, out.String(), stderr.String())
+	}
+	return r, cmd.ProcessState.ExitCode(), nil
+}
+
+// staticPods is every container and sandbox of the kubelet's static pods
+// (<name>-<node>): id → state and attempt.
+func staticPods(t *testing.T, ctx context.Context, rs runtimeapi.RuntimeServiceClient) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sbs.Items {
+		if !strings.HasSuffix(s.Metadata.Name, "-"+testenv.KubeletNode) {
+			continue
+		}
+		m[s.Id] = fmt.Sprintf("sandbox %s %v attempt %d", s.Metadata.Name, s.State, s.Metadata.Attempt)
+		cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: s.Id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs.Containers {
+			m[c.Id] = fmt.Sprintf("%s/%s %v attempt %d restartCount %s", s.Metadata.Name, c.Metadata.Name, c.State, c.Metadata.Attempt,
+				c.Annotations["io.kubernetes.container.restartCount"])
+		}
+	}
+	return m
+}
+
+// healWithGC brings the overflowing node back with the product: the gc
+// dry run recommends a policy, the command it prints is run, and within 60 s
+// of its end the kubelet relists again and reports PLEG healthy, its static
+// pods as they were (the same containers, attempts and restart counts).
+func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeapi.RuntimeServiceClient, bin string, frozenSeen float64) {
+	static := staticPods(t, ctx, rs)
+	endpoint := "--runtime.endpoint=" + st.Containerd.Endpoint()
+	dry, code := gc(t, bin, endpoint)
+	if code != 0 || dry.Recommended == "" || !strings.Contains(dry.Command, "--apply") {
+		t.Fatalf("gc dry run: exit %d, recommended %q, command %q", code, dry.Recommended, dry.Command)
+	}
+	t.Logf("gc dry run: ListContainers %d bytes; the kubelet's policy removes %d items (→ %d bytes), --finished-pods %d (→ %d bytes); recommends %q: %s",
+		dry.Before["ListContainers"], len(dry.Plans["kubelet"].Actions), dry.Plans["kubelet"].After["ListContainers"],
+		len(dry.Plans["finished-pods"].Actions), dry.Plans["finished-pods"].After["ListContainers"], dry.Command, dry.Why)
+
+	// The command as recommended, run by the binary under test.
+	args := strings.Fields(dry.Command)
+	if len(args) < 2 || args[1] != "gc" {
+		t.Fatalf("recommended command %q", dry.Command)
+	}
+	// gc runs while the kubelet's metrics are polled: when does it relist
+	// again?
+	type result struct {
+		r    gcRun
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	began := time.Now()
+	go func() {
+		r, code, err := tryGC(bin, args[2:]...)
+		done <- result{r, code, err}
+	}()
+	var relisted, ended time.Time
+	var res result
+	for relisted.IsZero() || ended.IsZero() {
+		select {
+		case res = <-done:
+			ended = time.Now()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if relisted.IsZero() {
+			if k, err := st.Kubelet.Metrics(); err == nil {
+				if s, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil); s > frozenSeen {
+					relisted = time.Now()
+				}
+			}
+		}
+		if !ended.IsZero() && relisted.IsZero() && time.Since(ended) > 60*time.Second {
+			t.Fatalf("the kubelet did not relist within 60 s of gc's end:\n%s", st.Kubelet.LogTail(20))
+		}
+		if ended.IsZero() && time.Since(began) > 10*time.Minute {
+			t.Fatal("gc did not end within 10 minutes")
+		}
+	}
+	r, code := res.r, res.code
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if code != 0 || r.Applied == nil || len(r.Applied.Failures) != 0 || r.Check == nil || !r.Check.Fits {
+		t.Fatalf("%s: exit %d, %+v, check %+v", dry.Command, code, r.Applied, r.Check)
+	}
+	t.Logf("gc: %s removed %d containers and %d sandboxes (%d already gone) in %s, %d calls; the kubelet's lists then answer %v bytes",
+		dry.Recommended, r.Applied.Removed["container"], r.Applied.Removed["sandbox"], r.Applied.Gone, ended.Sub(began).Round(100*time.Millisecond),
+		r.Applied.Calls, r.Check.Payload)
+
+	// Healthy: the sync loop stops skipping for PLEG.
+	time.Sleep(10 * time.Second)
+	if l, bad := st.Kubelet.FindLog(relisted.Add(3*time.Second), logNotHealthy); bad {
+		t.Errorf("the kubelet still reports %q after it relisted: %s", logNotHealthy, clip(l.Text, 200))
+	}
+	when := fmt.Sprintf("%s before it ended", ended.Sub(relisted).Round(100*time.Millisecond))
+	if relisted.After(ended) {
+		when = fmt.Sprintf("%s after it ended", relisted.Sub(ended).Round(100*time.Millisecond))
+	}
+	t.Logf("gc: the kubelet relisted again %s after the gc command began, %s; no %q since",
+		relisted.Sub(began).Round(100*time.Millisecond), when, logNotHealthy)
+
+	after := staticPods(t, ctx, rs)
+	for id, was := range static {
+		if now := after[id]; now != was {
+			t.Errorf("static pod item %s: %q before gc, %q after", id[:12], was, now)
+		}
+	}
+	if len(after) != len(static) {
+		t.Errorf("static pods: %d items before gc, %d after", len(static), len(after))
+	}
+	t.Logf("gc: the static pods' %d containers and sandboxes are as they were", len(static))
+}
