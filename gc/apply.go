@@ -52,6 +52,10 @@ type Result struct {
 	Gone    int            `json:"already_gone"`
 	// Failures are the removals that failed or timed out, skipped.
 	Failures []Failure `json:"failures"`
+	// LeftAlone are the items whose state changed since the plan (a
+	// container that runs now, a sandbox that is ready or holds
+	// containers): not removed, and not a failure.
+	LeftAlone []Failure `json:"left_alone"`
 	// Left is each answer's size once the run ended, from the plan's
 	// sizes less what was removed.
 	Left map[string]int64 `json:"left_bytes"`
@@ -61,8 +65,11 @@ type Result struct {
 	NotRun      int  `json:"not_run"`
 	// GaveUp is why the run ended early because the runtime stopped
 	// answering.
-	GaveUp   string        `json:"gave_up,omitempty"`
-	Calls    int           `json:"calls"`
+	GaveUp string `json:"gave_up,omitempty"`
+	// Removals counts the items tried, one at a time, at most Rate a
+	// second; each is one status call and one removal (a sandbox: status,
+	// its container list, removal) to the runtime.
+	Removals int           `json:"removals"`
 	Duration time.Duration `json:"duration_ns"`
 }
 
@@ -74,7 +81,8 @@ func (r *Result) Done() int { return r.Removed[KindContainer] + r.Removed[KindSa
 // deadline): the summary is still complete, and a new plan from a new
 // inventory continues where this one stopped.
 func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options) *Result {
-	res := &Result{Planned: len(plan.Actions), Removed: map[string]int{KindContainer: 0, KindSandbox: 0}, Left: map[string]int64{}, Failures: []Failure{}}
+	res := &Result{Planned: len(plan.Actions), Removed: map[string]int{KindContainer: 0, KindSandbox: 0}, Left: map[string]int64{},
+		Failures: []Failure{}, LeftAlone: []Failure{}}
 	for rpc, b := range plan.Before {
 		res.Left[rpc] = b
 	}
@@ -86,10 +94,12 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 	}
 	failedSandbox := map[string]bool{} // sandboxes whose containers could not all be removed
 	unanswered := 0
+	var last time.Time // when the previous removal started
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
-		// Pace: call i starts no earlier than start + i × interval.
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+		// Pace: a removal starts at least one interval after the previous
+		// one started, so no burst follows a slow call.
+		if wait := time.Until(last.Add(interval)); i > 0 && wait > 0 {
 			select {
 			case <-stop.Done():
 			case <-time.After(wait):
@@ -100,10 +110,11 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 			break
 		}
 		if a.Kind == KindSandbox && failedSandbox[a.ID] {
-			res.Failures = append(res.Failures, Failure{Action: *a, Error: "skipped: a container of this sandbox could not be removed"})
+			res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: "kept: a container of this sandbox was not removed"})
 			continue
 		}
 		// The call does not inherit stop: Ctrl-C lets it finish.
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 		var err error
 		if a.Kind == KindSandbox {
@@ -113,7 +124,7 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 		}
 		timedOut := ctx.Err() == context.DeadlineExceeded
 		cancel()
-		res.Calls++
+		res.Removals++
 		switch {
 		case err == nil:
 			res.Removed[a.Kind]++
@@ -122,6 +133,12 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 		case errors.Is(err, kubecontainer.ErrGone):
 			res.Gone++
 			res.Left[a.RPC()] -= a.Bytes
+			unanswered = 0
+		case errors.Is(err, kubecontainer.ErrChanged):
+			if a.Kind == KindContainer {
+				failedSandbox[a.SandboxID] = true
+			}
+			res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: err.Error()})
 			unanswered = 0
 		default:
 			if a.Kind == KindContainer {
@@ -178,8 +195,8 @@ func hint(a *Action, err error, timedOut bool) string {
 		return "the runtime did not answer in time (a hanging removal, as on a broken sandbox): skipped; look at the runtime's log for this id, then run gc again"
 	case a.Rule == RuleDead:
 		return "Docker failed to remove this container before (that is what dead means) and failed again: the error names the file or mount in the way; free it, then run gc again"
-	case strings.Contains(msg, "running") || strings.Contains(msg, "conflict"):
-		return "it is running again (or being removed by someone else): left alone, as the kubelet would"
+	case strings.Contains(msg, "conflict") || strings.Contains(msg, "in progress"):
+		return "the runtime refused it for now (running, or being removed by someone else): run gc again later"
 	}
 	return ""
 }

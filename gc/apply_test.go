@@ -25,12 +25,14 @@ type memRemover struct {
 	hang    map[string]bool
 	onCall  func(n int)
 	removed map[string]bool
+	ctx     context.Context // of the call in progress
 }
 
 func (m *memRemover) do(ctx context.Context, id string) error {
 	m.mu.Lock()
 	m.calls = append(m.calls, id)
 	n := len(m.calls)
+	m.ctx = ctx
 	m.mu.Unlock()
 	if m.onCall != nil {
 		m.onCall(n)
@@ -73,7 +75,7 @@ func fast() Options {
 func TestApplyAll(t *testing.T) {
 	m := &memRemover{}
 	res := Apply(context.Background(), m, plan(10), fast())
-	if res.Removed[KindContainer] != 10 || res.Removed[KindSandbox] != 1 || len(res.Failures) != 0 || res.Interrupted || res.Calls != 11 {
+	if res.Removed[KindContainer] != 10 || res.Removed[KindSandbox] != 1 || len(res.Failures) != 0 || res.Interrupted || res.Removals != 11 {
 		t.Fatalf("result %+v", res)
 	}
 	if res.Left[kubecontainer.RPCListContainers] != 40000 || res.Left[kubecontainer.RPCListPodSandbox] != 900 {
@@ -93,7 +95,7 @@ func TestApplyGoneFailedAndHanging(t *testing.T) {
 		hang: map[string]bool{"c4": true},
 	}
 	res := Apply(context.Background(), m, plan(6), fast())
-	if res.Gone != 1 || res.Removed[KindContainer] != 3 || len(res.Failures) != 3 {
+	if res.Gone != 1 || res.Removed[KindContainer] != 3 || len(res.Failures) != 2 || len(res.LeftAlone) != 1 {
 		t.Fatalf("result %+v", res)
 	}
 	f := map[string]Failure{}
@@ -107,8 +109,8 @@ func TestApplyGoneFailedAndHanging(t *testing.T) {
 		t.Errorf("hang: %+v", f["c4"])
 	}
 	// The sandbox of a container that could not go is not asked to go.
-	if !strings.Contains(f["s"].Error, "skipped") || m.removed["s"] {
-		t.Errorf("sandbox: %+v", f["s"])
+	if !strings.Contains(res.LeftAlone[0].Error, "kept") || m.removed["s"] {
+		t.Errorf("sandbox: %+v", res.LeftAlone)
 	}
 	// Gone counts as done for the bytes.
 	if res.Left[kubecontainer.RPCListContainers] != 50000-4000 {
@@ -134,12 +136,18 @@ func TestApplyInterrupted(t *testing.T) {
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := &memRemover{}
+	var inFlight error
 	m.onCall = func(n int) {
 		if n == 4 {
 			cancel()
+			// The call the signal came in does not see it.
+			inFlight = m.ctx.Err()
 		}
 	}
 	res := Apply(stop, m, plan(10), fast())
+	if inFlight != nil {
+		t.Errorf("the call in flight saw %v", inFlight)
+	}
 	if !res.Interrupted || len(m.calls) != 4 || !m.removed["c3"] || res.Removed[KindContainer] != 4 || res.NotRun != 7 {
 		t.Errorf("interrupted=%v calls=%v removed=%v notrun=%d", res.Interrupted, m.calls, res.Removed, res.NotRun)
 	}
@@ -176,5 +184,34 @@ func TestHintNeedsAValidID(t *testing.T) {
 	}
 	if h := hint(&Action{ID: strings.Repeat("ab", 32)}, err, false); !strings.Contains(h, "grep -l abababababab") {
 		t.Errorf("hint: %s", h)
+	}
+}
+
+// A container that runs now (the remover's status check) is left alone: not
+// removed, not a failure; its sandbox stays too.
+func TestApplyLeavesChangedItemsAlone(t *testing.T) {
+	m := &memRemover{fail: map[string]error{"c1": fmt.Errorf("container c1: %w (it runs now)", kubecontainer.ErrChanged)}}
+	res := Apply(context.Background(), m, plan(3), fast())
+	if len(res.Failures) != 0 || len(res.LeftAlone) != 2 || res.Removed[KindContainer] != 2 || m.removed["s"] {
+		t.Errorf("failures %v, left alone %v, removed %v", res.Failures, res.LeftAlone, res.Removed)
+	}
+	if res.Left[kubecontainer.RPCListContainers] != 50000-2000 {
+		t.Errorf("left %v", res.Left)
+	}
+}
+
+// After a call that took long, the next waits one interval from its start:
+// the pacing never catches up in a burst.
+func TestApplyNoBurstAfterASlowCall(t *testing.T) {
+	m := &memRemover{hang: map[string]bool{"c0": true}}
+	var starts []time.Time
+	m.onCall = func(int) { starts = append(starts, time.Now()) }
+	o := fast()
+	o.Rate, o.Timeout = 20, 300*time.Millisecond // 50 ms apart; the first call hangs 300 ms
+	Apply(context.Background(), m, plan(4), o)
+	for i := 2; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 45*time.Millisecond {
+			t.Errorf("calls %d and %d %s apart, want at least 50ms", i-1, i, gap)
+		}
 	}
 }

@@ -19,19 +19,19 @@ type Policy struct {
 	// KeepPerContainer is how many not-running containers of each (pod,
 	// container name) stay, newest first: the kubelet's MaxPerPodContainer
 	// (--maximum-dead-containers-per-container, default 1).
-	KeepPerContainer int
+	KeepPerContainer int `json:"keep_per_container"`
 	// FinishedPods also removes every pod whose sandboxes are all not
 	// ready, containers and sandboxes, as the kubelet does for pods deleted
 	// from the API server.
-	FinishedPods bool
+	FinishedPods bool `json:"finished_pods"`
 	// MinAge spares containers younger than this: the kubelet's MinAge
 	// (--minimum-container-ttl-duration, default 0).
-	MinAge time.Duration
+	MinAge time.Duration `json:"min_age_ns"`
 	// UntilRatio > 0 stops, oldest first, once both list answers are under
 	// UntilRatio × LimitBytes.
-	UntilRatio float64
+	UntilRatio float64 `json:"until_ratio"`
 	// LimitBytes is the kubelet's gRPC receive limit.
-	LimitBytes int64
+	LimitBytes int64 `json:"limit_bytes"`
 }
 
 // Why an item is removed.
@@ -89,15 +89,22 @@ func (a *Action) RPC() string {
 
 // Kept counts what the policy leaves, and why.
 type Kept struct {
-	Running       int `json:"running_containers"`
-	Newest        int `json:"newest_of_their_group"`
-	NotKubelets   int `json:"not_created_by_the_kubelet"`
-	Young         int `json:"younger_than_min_age"`
-	LiveInDocker  int `json:"live_in_docker"`
-	ReadySandbox  int `json:"ready_sandboxes"`
-	ActiveSandbox int `json:"sandboxes_holding_containers"`
-	NewestSandbox int `json:"newest_sandbox_of_their_pod"`
-	UntilRatio    int `json:"left_by_until_ratio"`
+	Running int `json:"running_containers"`
+	// UnknownUnsure: unknown containers on cri-dockerd without Docker's
+	// view, which cannot tell a dead container from a restarting one.
+	UnknownUnsure int `json:"unknown_without_docker_view"`
+	// Unlisted: sandboxes kept because the listing missed containers
+	// (Inventory.Incomplete) or the remover cannot remove them; containers
+	// whose pod has no listed sandbox, under --finished-pods.
+	SandboxesUnchecked int `json:"sandboxes_not_removable_here"`
+	Newest             int `json:"newest_of_their_group"`
+	NotKubelets        int `json:"not_created_by_the_kubelet"`
+	Young              int `json:"younger_than_min_age"`
+	LiveInDocker       int `json:"live_in_docker"`
+	ReadySandbox       int `json:"ready_sandboxes"`
+	ActiveSandbox      int `json:"sandboxes_holding_containers"`
+	NewestSandbox      int `json:"newest_sandbox_of_their_pod"`
+	UntilRatio         int `json:"left_by_until_ratio"`
 }
 
 // Plan is what a policy removes from one inventory, in the order it is
@@ -165,13 +172,29 @@ func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
 	plan := &Plan{Policy: p, Before: Payloads(inv), After: map[string]int64{}}
 	plan.Actions = []Action{}
 
-	readyPod := map[string]bool{}
+	readyPod, listedPod := map[string]bool{}, map[string]bool{}
 	for _, s := range inv.Sandboxes {
+		listedPod[s.PodUID] = true
 		if s.State == kubecontainer.SandboxReady {
 			readyPod[s.PodUID] = true
 		}
 	}
-	finished := func(uid string) bool { return p.FinishedPods && !readyPod[uid] }
+	// A pod is finished when it has sandboxes and none is ready; a pod
+	// with no listed sandbox may be one created after the sandboxes were
+	// listed: not finished.
+	finished := func(uid string) bool { return p.FinishedPods && listedPod[uid] && !readyPod[uid] }
+	// cri-dockerd reports a container Docker restarts as unknown, like a
+	// dead one; only Docker's own view tells them apart.
+	unsureUnknown := inv.Info.Runtime == "docker" && inv.View == kubecontainer.ViewCRI
+	// A container listed twice (it changed state between two per-state
+	// lists of the fallback) counts once, as running if it ran in either.
+	running := map[string]bool{}
+	for _, c := range inv.Containers {
+		if c.State == kubecontainer.ContainerRunning {
+			running[c.ID] = true
+		}
+	}
+	seen := map[string]bool{}
 
 	// Step 1: containers.
 	type unit struct{ uid, name string }
@@ -184,16 +207,19 @@ func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
 	newestGC := now.Add(-p.MinAge)
 	for i := range inv.Containers {
 		c := &inv.Containers[i]
-		if c.State == kubecontainer.ContainerDockerOnly {
-			continue // not the kubelet's: not in its lists either
+		if c.State == kubecontainer.ContainerDockerOnly || seen[c.ID] {
+			continue // not the kubelet's (not in its lists either), or listed twice
 		}
+		seen[c.ID] = true
 		switch {
 		case c.PodUID == "":
 			plan.Kept.NotKubelets++
-		case c.State == kubecontainer.ContainerRunning:
+		case c.State == kubecontainer.ContainerRunning || running[c.ID]:
 			plan.Kept.Running++
 		case liveInDocker[c.DockerState]:
 			plan.Kept.LiveInDocker++
+		case unsureUnknown && c.State == kubecontainer.ContainerUnknown:
+			plan.Kept.UnknownUnsure++
 		case p.MinAge > 0 && c.CreatedAt.After(newestGC):
 			plan.Kept.Young++
 		case c.DockerState == kubecontainer.DockerDead || c.DockerState == kubecontainer.DockerRemoving:
@@ -237,7 +263,16 @@ func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
 			lastOf[a.SandboxID] = a.CreatedAt
 		}
 	}
+	// A listing that missed containers (the runtime rejected a state
+	// filter) cannot tell an empty sandbox: removing one would take the
+	// missed containers with it. Nor can a remover that would leave half a
+	// sandbox behind (the Docker API: cri-dockerd's checkpoint stays).
+	keepAll := inv.Incomplete != "" || inv.DockerAPI
 	for uid, sbs := range byPod {
+		if keepAll {
+			plan.Kept.SandboxesUnchecked += len(sbs)
+			continue
+		}
 		sort.SliceStable(sbs, func(i, j int) bool { return newerSandbox(sbs[i], sbs[j]) })
 		keep := 1
 		if finished(uid) {
@@ -321,21 +356,19 @@ func (p *Plan) untilRatio() {
 // the attempt and then the id break ties so that every run keeps the same
 // one.
 func newerContainer(a, b *kubecontainer.Container) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.After(b.CreatedAt)
-	}
-	if a.Attempt != b.Attempt {
-		return a.Attempt > b.Attempt
-	}
-	return a.ID > b.ID
+	return newer(a.CreatedAt, b.CreatedAt, a.Attempt, b.Attempt, a.ID, b.ID)
 }
 
 func newerSandbox(a, b *kubecontainer.Sandbox) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.After(b.CreatedAt)
+	return newer(a.CreatedAt, b.CreatedAt, a.Attempt, b.Attempt, a.ID, b.ID)
+}
+
+func newer(ta, tb time.Time, aa, ab uint32, ida, idb string) bool {
+	if !ta.Equal(tb) {
+		return ta.After(tb)
 	}
-	if a.Attempt != b.Attempt {
-		return a.Attempt > b.Attempt
+	if aa != ab {
+		return aa > ab
 	}
-	return a.ID > b.ID
+	return ida > idb
 }

@@ -260,3 +260,59 @@ func TestPayloads(t *testing.T) {
 		t.Errorf("from the runtime: %v", p)
 	}
 }
+
+// What the listing could not see, or the remover cannot do, keeps the
+// sandboxes; a pod whose sandbox was not listed is not finished; a
+// container listed twice counts as running if it ran in either list.
+func TestWhatThePlanCannotKnow(t *testing.T) {
+	inv := fixture()
+	inv.Incomplete = "unknown containers (the runtime rejects the state filter)"
+	p := Build(inv, Policy{KeepPerContainer: 1, FinishedPods: true, LimitBytes: 1 << 20}, at(60))
+	for _, a := range p.Actions {
+		if a.Kind == KindSandbox {
+			t.Errorf("incomplete listing: sandbox %s planned", a.ID)
+		}
+	}
+	if p.Kept.SandboxesUnchecked != 5 {
+		t.Errorf("kept %+v", p.Kept)
+	}
+	inv = fixture()
+	inv.DockerAPI = true
+	p = Build(inv, Policy{KeepPerContainer: 1, LimitBytes: 1 << 20}, at(60))
+	if n := len(p.Actions); n != 3 { // a-main-0, a-main-1, b-job-0
+		t.Errorf("keep sandboxes: %v", ids(p))
+	}
+
+	n := &node{}
+	n.sandbox("x0", "ns", "new", "uid-x", ready, 0)
+	c := n.container("late", "x0", "app", created, 0, 1)
+	c.PodUID, c.SandboxID = "uid-late", "not-listed" // its pod's sandbox came after the sandbox list
+	n.container("twice", "x0", "job", created, 0, 2)
+	n.container("twice", "x0", "job", running, 0, 2)
+	p = Build(&n.inv, Policy{KeepPerContainer: 0, FinishedPods: true, LimitBytes: 1 << 20}, at(60))
+	if got := ids(p); len(got) != 1 || got["late"] != RuleOlderAttempt {
+		// keep 0 removes "late" by the kubelet's rule, never as finished;
+		// "twice" runs.
+		t.Errorf("plan %v", got)
+	}
+	if p.Kept.Running != 1 {
+		t.Errorf("kept %+v", p.Kept)
+	}
+}
+
+// cri-dockerd without Docker's view: an unknown container may be one Docker
+// restarts; it stays.
+func TestUnknownOnCRIDockerdWithoutDocker(t *testing.T) {
+	n := &node{}
+	n.sandbox("s", "ns", "p", "uid", ready, 0)
+	n.container("u0", "s", "app", unknown, 0, 1)
+	n.container("u1", "s", "app", unknown, 1, 2)
+	n.inv.Info.Runtime, n.inv.View = "docker", kubecontainer.ViewCRI
+	if p := Build(&n.inv, Policy{KeepPerContainer: 0, LimitBytes: 1 << 20}, at(60)); len(p.Actions) != 0 || p.Kept.UnknownUnsure != 2 {
+		t.Errorf("plan %v kept %+v", ids(p), p.Kept)
+	}
+	n.inv.Info.Runtime = "containerd"
+	if p := Build(&n.inv, Policy{KeepPerContainer: 0, LimitBytes: 1 << 20}, at(60)); len(p.Actions) != 2 {
+		t.Errorf("containerd: plan %v", ids(p))
+	}
+}

@@ -86,8 +86,12 @@ func NewReport(inv *kubecontainer.Inventory, p Policy, warnRatio float64, comman
 	}
 	pct := func(m map[string]int64) string { return fmt.Sprintf("%.1f%%", 100*worst(m)/float64(p.LimitBytes)) }
 	switch {
+	case len(k.Actions) == 0 && len(f.Actions) == 0 && (k.Kept.UntilRatio > 0 || f.Kept.UntilRatio > 0):
+		r.Recommended, r.Why = "", fmt.Sprintf("the answers are already under --until-ratio (the largest at %s of the limit)", pct(r.Before))
 	case len(k.Actions) == 0 && len(f.Actions) == 0:
-		r.Recommended, r.Why = "", "nothing to remove: the kubelet's policy and --finished-pods both find nothing"
+		r.Recommended, r.Why = "", "the kubelet's policy and --finished-pods both find nothing to remove"
+	case worst(k.After) < warn && len(k.Actions) == 0:
+		r.Recommended, r.Why = "", fmt.Sprintf("the kubelet's policy finds nothing to remove and the largest answer is at %s of the limit, under the %.0f%% where the alerts resolve; --finished-pods would remove %d more items if those pods are gone", pct(k.After), 100*warnRatio, len(f.Actions))
 	case worst(k.After) < warn:
 		r.Recommended = PolicyKubelet
 		r.Why = fmt.Sprintf("the kubelet's own policy brings the largest answer to %s of the limit, under the %.0f%% where the alerts resolve", pct(k.After), 100*warnRatio)
@@ -106,8 +110,25 @@ func NewReport(inv *kubecontainer.Inventory, p Policy, warnRatio float64, comman
 		if r.Recommended == PolicyFinishedPods {
 			r.Command += " --finished-pods"
 		}
+		r.Command += policyFlags(p)
 	}
 	return r
+}
+
+// policyFlags are the flags that made the plan the report shows, besides
+// --finished-pods: the command it recommends must remove exactly that.
+func policyFlags(p Policy) string {
+	var s string
+	if p.KeepPerContainer != 1 {
+		s += fmt.Sprintf(" --keep-per-container=%d", p.KeepPerContainer)
+	}
+	if p.MinAge > 0 {
+		s += " --min-age=" + p.MinAge.String()
+	}
+	if p.UntilRatio > 0 {
+		s += fmt.Sprintf(" --until-ratio=%g", p.UntilRatio)
+	}
+	return s
 }
 
 // Check is the kubelet's relist made once more after the run: its two
@@ -314,11 +335,11 @@ func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
 	p("")
 	rate := 0.0
 	if s := res.Duration.Seconds(); s > 0 {
-		rate = float64(res.Calls) / s
+		rate = float64(res.Removals) / s
 	}
-	p("Applied the %s plan: removed %d containers and %d sandboxes, %d already gone, %d failed, of %d planned, in %s (%d calls, %.1f/s)",
-		orKubelet(plan), res.Removed[KindContainer], res.Removed[KindSandbox], res.Gone, len(res.Failures), res.Planned,
-		res.Duration.Round(100*time.Millisecond), res.Calls, rate)
+	p("Applied the %s plan: removed %d containers and %d sandboxes, %d already gone, %d left alone, %d failed, of %d planned, in %s (%d removals, %.1f/s)",
+		orKubelet(plan), res.Removed[KindContainer], res.Removed[KindSandbox], res.Gone, len(res.LeftAlone), len(res.Failures), res.Planned,
+		res.Duration.Round(100*time.Millisecond), res.Removals, rate)
 	for _, rpc := range []string{kubecontainer.RPCListContainers, kubecontainer.RPCListPodSandbox} {
 		b := res.Left[rpc]
 		fits := "fits under the limit"
@@ -327,12 +348,15 @@ func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
 		}
 		p("        %s now %s (%.1f%% of the limit): %s", rpc, Size(b), 100*float64(b)/limit, fits)
 	}
-	if len(res.Failures) > 0 {
+	items := func(title string, fs []Failure, most int) {
+		if len(fs) == 0 {
+			return
+		}
 		p("")
-		p("Failed (%d), skipped:", len(res.Failures))
-		for i, f := range res.Failures {
-			if i == 20 {
-				p("  … %d more (--output=json lists them all)", len(res.Failures)-20)
+		p(title, len(fs))
+		for i, f := range fs {
+			if i == most {
+				p("  … %d more (--output=json lists them all)", len(fs)-most)
 				break
 			}
 			a := f.Action
@@ -342,6 +366,8 @@ func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
 			}
 		}
 	}
+	items("Left alone (%d): changed since the plan", res.LeftAlone, 10)
+	items("Failed (%d), skipped:", res.Failures, 20)
 	switch {
 	case res.GaveUp != "":
 		p("")
@@ -380,6 +406,8 @@ func kept(k Kept) string {
 		what string
 	}{
 		{k.Running, "running containers"}, {k.Newest, "newest containers of their (pod, name)"},
+		{k.UnknownUnsure, "unknown containers (cri-dockerd without Docker's view cannot tell dead from restarting: give --docker.host)"},
+		{k.SandboxesUnchecked, "sandboxes not checked or not removable here (the listing missed containers, or the Docker API cannot remove cri-dockerd's checkpoints: the kubelet removes them once it can)"},
 		{k.LiveInDocker, "containers alive in Docker"}, {k.Young, "containers younger than --min-age"},
 		{k.NotKubelets, "items the kubelet did not create"}, {k.ReadySandbox, "ready sandboxes"},
 		{k.ActiveSandbox, "sandboxes holding containers"}, {k.NewestSandbox, "newest sandboxes of their pod"},

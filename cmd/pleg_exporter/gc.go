@@ -102,11 +102,22 @@ func gcFlags(cfg detect.Config, limit int64) (gcOptions, error) {
 func runGC(cfg detect.Config, o gcOptions, stdout, stderr io.Writer) int {
 	stop, unnotify := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer unnotify()
+	finished := make(chan struct{})
+	defer close(finished)
+	applying := make(chan struct{})
 	go func() {
-		<-stop.Done()
+		select {
+		case <-finished:
+			return
+		case <-stop.Done():
+		}
 		// A second Ctrl-C kills at once.
 		unnotify()
-		fmt.Fprintf(stderr, "%s gc: stopping after the call in flight (Ctrl-C again to quit now)\n", name)
+		select {
+		case <-applying:
+			fmt.Fprintf(stderr, "%s gc: stopping after the call in flight (Ctrl-C again to quit now)\n", name)
+		default:
+		}
 	}()
 	errorf := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "%s gc: error: %s\n", name, kubecontainer.Printable(fmt.Sprintf(format, a...)))
@@ -132,6 +143,7 @@ func runGC(cfg detect.Config, o gcOptions, stdout, stderr io.Writer) int {
 	if o.apply {
 		opts := o.run
 		opts.Progress = stderr
+		close(applying)
 		res := gc.Apply(stop, rt, report.Plan(), opts)
 		report.Applied = res
 		switch {
@@ -142,7 +154,7 @@ func runGC(cfg detect.Config, o gcOptions, stdout, stderr io.Writer) int {
 		case len(res.Failures) > 0:
 			code = gcExitFailures
 		}
-		if !res.Interrupted && res.GaveUp == "" {
+		if !res.Interrupted && res.GaveUp == "" && stop.Err() == nil {
 			// What the kubelet's next relist will find: its two
 			// unfiltered calls, measured against its limit.
 			vctx, vcancel := context.WithTimeout(context.Background(), cfg.Timeout)

@@ -13,38 +13,17 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/pleg-exporter/pleg_exporter/gc"
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
 )
 
-type gcJSON struct {
-	Recommended string `json:"recommended"`
-	Command     string `json:"command"`
-	Plans       map[string]struct {
-		Actions []struct{ ID string } `json:"actions"`
-	} `json:"plans"`
-	Applied *struct {
-		Removed  map[string]int `json:"removed"`
-		Gone     int            `json:"already_gone"`
-		Failures []struct {
-			Action   struct{ ID string }
-			Error    string
-			TimedOut bool `json:"timed_out"`
-			Hint     string
-		} `json:"failures"`
-		Interrupted bool `json:"interrupted"`
-	} `json:"applied"`
-	Check *struct {
-		Fits bool `json:"fits"`
-	} `json:"check"`
-}
-
-func runGCBinary(t *testing.T, args ...string) (gcJSON, int, string) {
+func runGCBinary(t *testing.T, args ...string) (*gc.Report, int, string) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"gc", "--output=json"}, args...)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	cmd.Run()
-	var r gcJSON
+	r := &gc.Report{}
 	if out.Len() > 0 {
 		if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 			t.Fatalf("json: %v\n%s", err, out.String())
@@ -96,30 +75,34 @@ func TestGCHangsAndGoneOnFakeCRI(t *testing.T) {
 	}
 }
 
-// SIGINT: the call in flight ends, the summary says how many were not made,
-// exit 130.
+// SIGINT (Ctrl-C) or SIGTERM: the call in flight ends, the summary says
+// how many were not made, exit 130.
 func TestGCInterruptedOnFakeCRI(t *testing.T) {
-	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 2, Exited: 400})
-	srv.SetPopulation(sbs, cts)
-	cmd := exec.Command(binary, "gc", "--apply", "--rate=20", "--runtime.endpoint="+srv.Endpoint())
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); srv.Calls("RemoveContainer") < 10 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
-	n := srv.Calls("RemoveContainer")
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "INTERRUPTED") || n >= 398 {
-		t.Errorf("exit %d after %d removals\n%s\n%s", code, n, out.String(), stderr.String())
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 2, Exited: 400})
+		srv.SetPopulation(sbs, cts)
+		cmd := exec.Command(binary, "gc", "--apply", "--rate=20", "--runtime.endpoint="+srv.Endpoint())
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); srv.Calls("RemoveContainer") < 10 && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		n := srv.Calls("RemoveContainer")
+		_, left := srv.Population()
+		if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(out.String(), "INTERRUPTED") || n >= 398 ||
+			len(left) != 400-int(n) || !strings.Contains(stderr.String(), "stopping after the call in flight") {
+			t.Errorf("%v: exit %d after %d removals, %d left\n%s\n%s", sig, code, n, len(left), out.String(), stderr.String())
+		}
+		srv.Stop()
 	}
 }
 

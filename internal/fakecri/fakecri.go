@@ -406,8 +406,9 @@ func (s *Server) removeFailure(ctx context.Context, id string) error {
 	return v.(error)
 }
 
-// RemoveContainer removes a container that is not running; like
-// containerd, an id it does not know is a success.
+// RemoveContainer removes a container, a running one too (as the CRI says
+// and containerd does: it is stopped first); like containerd, an id it does
+// not know is a success.
 func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
 	if err := s.removeFailure(ctx, req.GetContainerId()); err != nil {
 		return nil, err
@@ -416,9 +417,6 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 	defer s.mu.Unlock()
 	for i, c := range s.containers {
 		if c.GetId() == req.GetContainerId() {
-			if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				return nil, status.Errorf(codes.FailedPrecondition, "container %s is running, stop it first", c.GetId())
-			}
 			s.containers = append(s.containers[:i:i], s.containers[i+1:]...)
 			break
 		}
@@ -427,8 +425,7 @@ func (s *Server) RemoveContainer(ctx context.Context, req *runtimeapi.RemoveCont
 }
 
 // RemovePodSandbox removes a sandbox and, as containerd does, every
-// container still in it; a ready sandbox is refused (containerd would stop
-// it first, which no caller of this fake may ask for).
+// container still in it, a ready one too (containerd stops it first).
 func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
 	id := req.GetPodSandboxId()
 	if err := s.removeFailure(ctx, id); err != nil {
@@ -439,9 +436,6 @@ func (s *Server) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePod
 	for i, sb := range s.sandboxes {
 		if sb.GetId() != id {
 			continue
-		}
-		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-			return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is ready", id)
 		}
 		s.sandboxes = append(s.sandboxes[:i:i], s.sandboxes[i+1:]...)
 		kept := s.containers[:0:0]

@@ -25,8 +25,10 @@ var allowedMethods = map[string]bool{
 }
 
 // removalMethods are what the gc command's client adds to allowedMethods:
-// the two removals the kubelet's container GC makes. Nothing stops, kills,
-// creates or execs, on either client.
+// the two removals the kubelet's container GC makes. Neither client can
+// stop, create or exec; but the CRI's removals stop what they remove (a
+// running container, the containers of a sandbox), which is why the gc
+// client asks each item's state before removing it (remover.go).
 var removalMethods = map[string]bool{
 	runtimeapi.RuntimeService_RemoveContainer_FullMethodName:  true,
 	runtimeapi.RuntimeService_RemovePodSandbox_FullMethodName: true,

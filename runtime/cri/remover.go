@@ -31,17 +31,48 @@ func NewRemover(cfg Config) (*Remover, error) {
 
 // RemoveContainer removes one container, as the kubelet's container GC does
 // (it makes no StopContainer call first: the GC removes only containers
-// that are not running).
+// that are not running). The runtime would stop a running one to remove it,
+// so its state is asked first: running now, it is left alone.
 func (r *Remover) RemoveContainer(ctx context.Context, id string) error {
-	_, err := r.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+	st, err := r.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return r.removal("container", id, err)
+	case err == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return fmt.Errorf("container %s: %w (it runs now)", id, kubecontainer.ErrChanged)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("status of container %s on %s: %w", id, r.cfg.Endpoint, err)
+	}
+	// Any other status error (a broken container) does not stop the
+	// removal: the kubelet's GC would make it too.
+	_, err = r.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 	return r.removal("container", id, err)
 }
 
 // RemoveSandbox removes one pod sandbox. The gc plans only sandboxes that
-// are not ready, so unlike the kubelet's GC it makes no StopPodSandbox call
-// first: that call is not on its allow-list.
+// are not ready and hold no container; RemovePodSandbox would stop a ready
+// one and remove every container in it, so both are asked first (a
+// container gc never listed, or one created since, keeps its sandbox).
+// Unlike the kubelet's GC it makes no StopPodSandbox call: that call is not
+// on its allow-list.
 func (r *Remover) RemoveSandbox(ctx context.Context, id string) error {
-	_, err := r.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+	st, err := r.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return r.removal("pod sandbox", id, err)
+	case err == nil && st.GetStatus().GetState() == runtimeapi.PodSandboxState_SANDBOX_READY:
+		return fmt.Errorf("pod sandbox %s: %w (it is ready now)", id, kubecontainer.ErrChanged)
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("status of pod sandbox %s on %s: %w", id, r.cfg.Endpoint, err)
+	}
+	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: id}})
+	switch {
+	case err != nil:
+		return fmt.Errorf("list the containers of pod sandbox %s on %s: %w", id, r.cfg.Endpoint, err)
+	case len(cs.GetContainers()) > 0:
+		return fmt.Errorf("pod sandbox %s: %w (it holds %d containers)", id, kubecontainer.ErrChanged, len(cs.GetContainers()))
+	}
+	_, err = r.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
 	return r.removal("pod sandbox", id, err)
 }
 

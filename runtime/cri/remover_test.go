@@ -51,14 +51,23 @@ func TestRemoverAllowList(t *testing.T) {
 	if err := r.RemoveContainer(ctx, exited); err != nil {
 		t.Fatal(err)
 	}
+	inSandbox := 0
+	for _, c := range cts {
+		if c.PodSandboxId == notready && c.Id != exited {
+			inSandbox++
+			if err := r.RemoveContainer(ctx, c.Id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := r.RemoveSandbox(ctx, notready); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Calls("RemoveContainer") != 1 || srv.Calls("RemovePodSandbox") != 1 {
-		t.Errorf("removals reached the server %d, %d times, want 1, 1", srv.Calls("RemoveContainer"), srv.Calls("RemovePodSandbox"))
+	if n := srv.Calls("RemoveContainer"); n != int64(1+inSandbox) || srv.Calls("RemovePodSandbox") != 1 {
+		t.Errorf("removals reached the server %d, %d times, want %d, 1", n, srv.Calls("RemovePodSandbox"), 1+inSandbox)
 	}
 	gotSB, gotCT := srv.Population()
-	if len(gotSB) != len(sbs)-1 || len(gotCT) >= len(cts) {
+	if len(gotSB) != len(sbs)-1 || len(gotCT) != len(cts)-1-inSandbox {
 		t.Errorf("after the removals: %d sandboxes, %d containers (had %d, %d)", len(gotSB), len(gotCT), len(sbs), len(cts))
 	}
 
@@ -133,21 +142,52 @@ func TestDaemonClientStillRefusesRemovals(t *testing.T) {
 }
 
 func TestRemoverErrors(t *testing.T) {
-	srv, r, _, _ := startRemover(t, fakecri.Spec{Ready: 1, Exited: 2})
-	srv.FailRemove(status.Error(codes.NotFound, "no such container"), "gone")
-	srv.FailRemove(status.Error(codes.Internal, "device or resource busy"), "busy")
-	srv.HangRemove("stuck")
+	srv, r, sbs, cts := startRemover(t, fakecri.Spec{Ready: 1, NotReady: 1, Exited: 2})
+	busy, stuck := cts[0].Id, sbs[1].Id
+	srv.FailRemove(status.Error(codes.Internal, "device or resource busy"), busy)
+	srv.HangRemove(stuck)
 	ctx := context.Background()
-	if err := r.RemoveContainer(ctx, "gone"); !errors.Is(err, kubecontainer.ErrGone) {
+	if err := r.RemoveContainer(ctx, "not-there"); !errors.Is(err, kubecontainer.ErrGone) {
 		t.Errorf("NotFound: err = %v, want ErrGone", err)
 	}
-	err := r.RemoveContainer(ctx, "busy")
+	err := r.RemoveContainer(ctx, busy)
 	if err == nil || errors.Is(err, kubecontainer.ErrGone) || status.Code(errors.Unwrap(err)) != codes.Internal {
 		t.Errorf("busy: err = %v", err)
 	}
+	// The sandbox still holds a container: left alone before the removal.
+	if err := r.RemoveSandbox(ctx, stuck); !errors.Is(err, kubecontainer.ErrChanged) || srv.Calls("RemovePodSandbox") != 0 {
+		t.Errorf("sandbox with a container: err = %v, %d removals", err, srv.Calls("RemovePodSandbox"))
+	}
+	srv.FailRemove(nil, busy)
+	for _, c := range cts {
+		if c.PodSandboxId == stuck {
+			if err := r.RemoveContainer(ctx, c.Id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if err := r.RemoveSandbox(cctx, "stuck"); status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded {
+	if err := r.RemoveSandbox(cctx, stuck); status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded {
 		t.Errorf("hang: err = %v, want DeadlineExceeded", err)
+	}
+}
+
+// Listed exited, running now: the status call before the removal leaves it
+// alone (the runtime would kill it to remove it); a ready sandbox too.
+func TestRemoverChecksStateFirst(t *testing.T) {
+	srv, r, sbs, cts := startRemover(t, fakecri.Spec{Ready: 1, Running: 1})
+	ctx := context.Background()
+	if err := r.RemoveContainer(ctx, cts[0].Id); !errors.Is(err, kubecontainer.ErrChanged) {
+		t.Errorf("running container: err = %v, want ErrChanged", err)
+	}
+	if err := r.RemoveSandbox(ctx, sbs[0].Id); !errors.Is(err, kubecontainer.ErrChanged) {
+		t.Errorf("ready sandbox: err = %v, want ErrChanged", err)
+	}
+	if n := srv.Calls("RemoveContainer") + srv.Calls("RemovePodSandbox"); n != 0 {
+		t.Errorf("%d removals reached the runtime", n)
+	}
+	if _, left := srv.Population(); len(left) != 1 {
+		t.Errorf("%d containers left, want the running one", len(left))
 	}
 }

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/cri"
@@ -32,6 +33,16 @@ func OpenGC(cfg Config) (kubecontainer.GCRuntime, error) {
 		return nil, err
 	}
 	host := cfg.dockerHost(c)
+	if host == "" && cfg.DockerHost == "" && socketExists(DefaultDockerHost) {
+		// An endpoint given by hand may be cri-dockerd's too: it says
+		// so as the runtime's name. Without Docker's view a container
+		// Docker restarts looks unknown, like a dead one.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+		if info, err := r.Info(ctx); err == nil && info.Runtime == "docker" {
+			host = DefaultDockerHost
+		}
+		cancel()
+	}
 	if host == "" {
 		return r, nil
 	}

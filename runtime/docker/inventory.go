@@ -17,7 +17,7 @@ func (c *Client) Inventory(ctx context.Context) (*kubecontainer.Inventory, error
 	if err != nil {
 		return nil, err
 	}
-	inv := &kubecontainer.Inventory{Info: info, View: kubecontainer.ViewDocker, Payload: map[string]int64{
+	inv := &kubecontainer.Inventory{Info: info, View: kubecontainer.ViewDocker, DockerAPI: true, Payload: map[string]int64{
 		kubecontainer.RPCListContainers: 0, kubecontainer.RPCListPodSandbox: 0,
 	}}
 	var suspects []string

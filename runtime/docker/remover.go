@@ -30,24 +30,33 @@ func NewRemover(cfg Config) (*Remover, error) {
 }
 
 // RemoveContainer removes a container and its anonymous volumes, as
-// cri-dockerd's RemoveContainer does (it forces; this never does).
+// cri-dockerd's RemoveContainer does (it forces; this never does, and asks
+// Docker first: a container that runs, is paused or restarting now is left
+// alone).
 func (r *Remover) RemoveContainer(ctx context.Context, id string) error {
-	return r.remove(ctx, "container", id)
-}
-
-// RemoveSandbox removes a pod sandbox's container; the gc removes the
-// sandbox's containers first.
-func (r *Remover) RemoveSandbox(ctx context.Context, id string) error {
-	return r.remove(ctx, "pod sandbox", id)
-}
-
-func (r *Remover) remove(ctx context.Context, what, id string) error {
-	err := r.rm(ctx, id, container.RemoveOptions{RemoveVolumes: true})
+	info, err := r.api.ContainerInspect(ctx, id)
+	switch {
+	case errdefs.IsNotFound(err):
+		return fmt.Errorf("remove container %s: %w (%v)", id, kubecontainer.ErrGone, err)
+	case err == nil && info.State != nil && (info.State.Running || info.State.Paused || info.State.Restarting):
+		return fmt.Errorf("container %s: %w (Docker says %s)", id, kubecontainer.ErrChanged, info.State.Status)
+	case err != nil && ctx.Err() != nil:
+		return classify(fmt.Errorf("inspect container %s on docker at %s: %w", id, r.cfg.Host, err))
+	}
+	err = r.rm(ctx, id, container.RemoveOptions{RemoveVolumes: true})
 	switch {
 	case err == nil:
 		return nil
 	case errdefs.IsNotFound(err):
-		return fmt.Errorf("remove %s %s: %w (%v)", what, id, kubecontainer.ErrGone, err)
+		return fmt.Errorf("remove container %s: %w (%v)", id, kubecontainer.ErrGone, err)
 	}
-	return classify(fmt.Errorf("remove %s %s on docker at %s: %w", what, id, r.cfg.Host, err))
+	return classify(fmt.Errorf("remove container %s on docker at %s: %w", id, r.cfg.Host, err))
+}
+
+// RemoveSandbox refuses: through the Docker API a sandbox's container can
+// go but cri-dockerd's checkpoint of it stays, and cri-dockerd keeps
+// listing the sandbox. The plan keeps them (Inventory.DockerAPI): the
+// kubelet removes them through cri-dockerd once its own GC runs again.
+func (r *Remover) RemoveSandbox(_ context.Context, id string) error {
+	return fmt.Errorf("pod sandbox %s: the Docker API cannot remove cri-dockerd's checkpoint of a sandbox; left to the kubelet", id)
 }

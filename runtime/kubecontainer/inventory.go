@@ -59,5 +59,9 @@ type Inventory struct {
 	// Incomplete names what could not be listed (e.g. unknown containers on
 	// cri-dockerd, whose filter the runtime rejects).
 	Incomplete string
-	Probes     []ProbeResult
+	// DockerAPI is true when the items were listed through the Docker API
+	// rather than a CRI endpoint: its sandboxes are the pause containers
+	// only (cri-dockerd keeps a checkpoint of each beside it).
+	DockerAPI bool
+	Probes    []ProbeResult
 }

@@ -9,10 +9,17 @@ import (
 // the product's only write access to a runtime, and the daemon never holds
 // one: the gc command opens it on a connection of its own whose allow-list
 // adds exactly these removals to the read-only calls.
+//
+// The runtime's removals force (the CRI has RemoveContainer stop a running
+// container and RemovePodSandbox every container in the sandbox), and the
+// plan was made from a listing that may be minutes old: so each removal
+// first asks the runtime for the item's state now, and leaves it alone with
+// ErrChanged when it runs (a container) or is ready or holds containers (a
+// sandbox).
 type Remover interface {
 	// RemoveContainer removes a container that is not running.
 	RemoveContainer(ctx context.Context, id string) error
-	// RemoveSandbox removes a pod sandbox that is not ready.
+	// RemoveSandbox removes a pod sandbox that is not ready and empty.
 	RemoveSandbox(ctx context.Context, id string) error
 }
 
@@ -26,3 +33,8 @@ type GCRuntime interface {
 // ErrGone marks a removal of something that was no longer there, most often
 // because the kubelet removed it first: for the gc it is done, not failed.
 var ErrGone = errors.New("already gone")
+
+// ErrChanged marks an item left alone because the runtime's state of it no
+// longer matches the plan: a container that runs now, a sandbox that is
+// ready or holds containers.
+var ErrChanged = errors.New("changed since the plan, left alone")
