@@ -142,3 +142,8 @@ $(KUBELET):
 .PHONY: bench
 bench: $(CRICTL)
 	$(GO) run ./internal/cmd/bench --crictl $(CRICTL) --out docs
+
+## bench-gc: pleg_exporter gc against the crictl pipeline on a private containerd; writes docs/gc-benchmark.md (root).
+.PHONY: bench-gc
+bench-gc: deps-runtime $(CRICTL)
+	$(GO) run ./internal/cmd/gcbench --crictl $(CURDIR)/$(CRICTL) --out docs/gc-benchmark.md

@@ -12,34 +12,12 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/pleg-exporter/pleg_exporter/gc"
 	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
-// gcRun is the part of `pleg_exporter gc --output=json` this test reads.
-type gcRun struct {
-	Recommended string `json:"recommended"`
-	Command     string `json:"command"`
-	Why         string `json:"why"`
-	Before      map[string]int64 `json:"before_bytes"`
-	Plans       map[string]struct {
-		Actions []struct{ Kind, ID string } `json:"actions"`
-		After   map[string]int64            `json:"after_bytes"`
-	} `json:"plans"`
-	Applied *struct {
-		Removed  map[string]int `json:"removed"`
-		Gone     int            `json:"already_gone"`
-		Failures []struct{ Error string }
-		Calls    int   `json:"calls"`
-		Duration int64 `json:"duration_ns"`
-	} `json:"applied"`
-	Check *struct {
-		Fits    bool             `json:"fits"`
-		Payload map[string]int64 `json:"payload_bytes"`
-	} `json:"check"`
-}
-
-func gc(t *testing.T, bin string, args ...string) (gcRun, int) {
+func runGC(t *testing.T, bin string, args ...string) (*gc.Report, int) {
 	t.Helper()
 	r, code, err := tryGC(bin, args...)
 	if err != nil {
@@ -49,12 +27,12 @@ func gc(t *testing.T, bin string, args ...string) (gcRun, int) {
 }
 
 // tryGC runs the gc command; safe outside the test's goroutine.
-func tryGC(bin string, args ...string) (gcRun, int, error) {
+func tryGC(bin string, args ...string) (*gc.Report, int, error) {
 	cmd := exec.Command(bin, append([]string{"gc", "--output=json"}, args...)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	cmd.Run()
-	var r gcRun
+	r := &gc.Report{}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return r, 0, fmt.Errorf("gc %v: exit %d: %v\n%s\n%s", args, cmd.ProcessState.ExitCode(), err, out.String(), stderr.String())
 	}
@@ -94,7 +72,7 @@ func staticPods(t *testing.T, ctx context.Context, rs runtimeapi.RuntimeServiceC
 func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeapi.RuntimeServiceClient, bin string, frozenSeen float64) {
 	static := staticPods(t, ctx, rs)
 	endpoint := "--runtime.endpoint=" + st.Containerd.Endpoint()
-	dry, code := gc(t, bin, endpoint)
+	dry, code := runGC(t, bin, endpoint)
 	if code != 0 || dry.Recommended == "" || !strings.Contains(dry.Command, "--apply") {
 		t.Fatalf("gc dry run: exit %d, recommended %q, command %q", code, dry.Recommended, dry.Command)
 	}
@@ -110,7 +88,7 @@ func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeap
 	// gc runs while the kubelet's metrics are polled: when does it relist
 	// again?
 	type result struct {
-		r    gcRun
+		r    *gc.Report
 		code int
 		err  error
 	}
@@ -149,9 +127,9 @@ func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeap
 	if code != 0 || r.Applied == nil || len(r.Applied.Failures) != 0 || r.Check == nil || !r.Check.Fits {
 		t.Fatalf("%s: exit %d, %+v, check %+v", dry.Command, code, r.Applied, r.Check)
 	}
-	t.Logf("gc: %s removed %d containers and %d sandboxes (%d already gone) in %s, %d calls; the kubelet's lists then answer %v bytes",
+	t.Logf("gc: %s removed %d containers and %d sandboxes (%d already gone) in %s, %d removals (each after a status call); the kubelet's lists then answer %v bytes",
 		dry.Recommended, r.Applied.Removed["container"], r.Applied.Removed["sandbox"], r.Applied.Gone, ended.Sub(began).Round(100*time.Millisecond),
-		r.Applied.Calls, r.Check.Payload)
+		r.Applied.Removals, r.Check.Payload)
 
 	// Healthy: the sync loop stops skipping for PLEG.
 	time.Sleep(10 * time.Second)

@@ -207,6 +207,11 @@ func TestGCOnDocker(t *testing.T) {
 		t.Errorf("check after the run: %+v", r.Check)
 	}
 
+	// Docker lists a container whose removal failed again as removing
+	// until it restarts; gc treats it as dead.
+	if st := after[dead[0]]; st != "removing" && st != "dead" {
+		t.Errorf("after the failed removal Docker lists it as %q", st)
+	}
 	t.Logf("after the first run Docker lists the pinned container as %q", after[dead[0]])
 	// The cause gone, the same command finishes the job.
 	if err := testenv.Unpin(pins[0]); err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/pleg-exporter/pleg_exporter/gc"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -205,35 +206,8 @@ func populateGCNode(t *testing.T, c context.Context, pc *testenv.PodClient) *gcN
 	return n
 }
 
-// gcReport is the part of the gc command's JSON the tests read.
-type gcReport struct {
-	Recommended string `json:"recommended"`
-	Command     string `json:"command"`
-	Selected    string `json:"selected"`
-	Plans       map[string]struct {
-		Actions []struct {
-			Kind, ID, Rule string
-		} `json:"actions"`
-		After map[string]int64 `json:"after_bytes"`
-	} `json:"plans"`
-	Before  map[string]int64 `json:"before_bytes"`
-	Applied *struct {
-		Removed  map[string]int
-		Gone     int `json:"already_gone"`
-		Failures []struct {
-			Action struct{ ID string }
-			Error  string
-			Hint   string
-		} `json:"failures"`
-		Interrupted bool  `json:"interrupted"`
-		Calls       int   `json:"calls"`
-		Duration    int64 `json:"duration_ns"`
-	} `json:"applied"`
-	Check *struct {
-		Fits    bool             `json:"fits"`
-		Payload map[string]int64 `json:"payload_bytes"`
-	} `json:"check"`
-}
+// gcReport is the gc command's JSON output.
+type gcReport = gc.Report
 
 func runGC(t *testing.T, bin string, args ...string) (gcReport, int, string) {
 	t.Helper()
@@ -248,7 +222,7 @@ func runGC(t *testing.T, bin string, args ...string) (gcReport, int, string) {
 	return r, cmd.ProcessState.ExitCode(), stderr.String()
 }
 
-func ids(actions []struct{ Kind, ID, Rule string }) map[string]bool {
+func ids(actions []gc.Action) map[string]bool {
 	m := map[string]bool{}
 	for _, a := range actions {
 		m[a.ID] = true
@@ -367,8 +341,9 @@ func TestGCOnContainerd(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &first); err != nil {
 		t.Fatalf("interrupted run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 || first.Applied == nil || !first.Applied.Interrupted {
-		t.Fatalf("interrupted run: exit %d, %+v\n%s", code, first.Applied, errOut.String())
+	if code := cmd.ProcessState.ExitCode(); code != 130 || first.Applied == nil || !first.Applied.Interrupted ||
+		len(first.Applied.Failures)+len(first.Applied.LeftAlone) != 0 {
+		t.Fatalf("interrupted run: exit %d, %+v (the call in flight must end as it would have)\n%s", code, first.Applied, errOut.String())
 	}
 	mid := listAll(t, c, rs)
 	gone := map[string]bool{}
@@ -382,11 +357,11 @@ func TestGCOnContainerd(t *testing.T) {
 			t.Errorf("the interrupted run removed %s, which is not in the plan", id)
 		}
 	}
-	t.Logf("interrupted after %d removals (%d calls): exit 130; stderr: %s", len(gone), first.Applied.Calls, lastLine(errOut.String()))
+	t.Logf("interrupted after %d removals (%d attempted): exit 130; stderr: %s", len(gone), first.Applied.Removals, lastLine(errOut.String()))
 
 	// Run again: it continues, and the end state is one run's.
 	again, code, stderr := runGC(t, bin, "--apply", endpoint)
-	if code != 0 || again.Applied == nil || len(again.Applied.Failures) != 0 {
+	if code != 0 || again.Applied == nil || len(again.Applied.Failures)+len(again.Applied.LeftAlone) != 0 {
 		t.Fatalf("second run: exit %d, %+v\n%s", code, again.Applied, stderr)
 	}
 	after := listAll(t, c, rs)
@@ -428,14 +403,14 @@ func TestGCOnContainerd(t *testing.T) {
 	if again.Check == nil || !again.Check.Fits {
 		t.Errorf("the command's own check after the run: %+v", again.Check)
 	}
-	t.Logf("after gc: the kubelet-like client lists %d containers; the second run removed %d containers and %d sandboxes in %.1fs (%d calls); check: %+v",
-		len(resp.Containers), again.Applied.Removed["container"], again.Applied.Removed["sandbox"], float64(again.Applied.Duration)/1e9, again.Applied.Calls, again.Check)
+	t.Logf("after gc: the kubelet-like client lists %d containers; the second run removed %d containers and %d sandboxes in %.1fs (%d removal calls, each after a status call); check: %+v",
+		len(resp.Containers), again.Applied.Removed["container"], again.Applied.Removed["sandbox"], again.Applied.Duration.Seconds(), again.Applied.Removals, again.Check)
 }
 
-func listAllIDs(m map[string]item) []struct{ Kind, ID, Rule string } {
-	var out []struct{ Kind, ID, Rule string }
+func listAllIDs(m map[string]item) []gc.Action {
+	var out []gc.Action
 	for id := range m {
-		out = append(out, struct{ Kind, ID, Rule string }{ID: id})
+		out = append(out, gc.Action{ID: id})
 	}
 	return out
 }
