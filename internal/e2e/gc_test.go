@@ -39,28 +39,52 @@ func tryGC(bin string, args ...string) (*gc.Report, int, error) {
 	return r, cmd.ProcessState.ExitCode(), nil
 }
 
-// staticPods is every container and sandbox of the kubelet's static pods
-// (<name>-<node>): id → state and attempt.
-func staticPods(t *testing.T, ctx context.Context, rs runtimeapi.RuntimeServiceClient) map[string]string {
+// staticPodNames are the static pods the kubelet runs throughout the test
+// (startStaticPods), as the kubelet names them. (The exporter's pod of an
+// earlier step is gone: the kubelet's own GC removes its sandbox once it
+// works again, whatever gc does.)
+var staticPodNames = map[string]bool{"web-" + testenv.KubeletNode: true, "queue-" + testenv.KubeletNode: true}
+
+// staticItem is a container or sandbox of one of the kubelet's static pods:
+// what it is, and whether the kubelet's own GC would have
+// to keep it (a running container, a ready sandbox, the newest container of
+// its pod and name).
+type staticItem struct {
+	desc string
+	keep bool
+}
+
+func staticPods(t *testing.T, ctx context.Context, rs runtimeapi.RuntimeServiceClient) map[string]staticItem {
 	t.Helper()
-	m := map[string]string{}
+	m := map[string]staticItem{}
 	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	newest := map[string]*runtimeapi.Container{} // pod/container name -> newest
 	for _, s := range sbs.Items {
-		if !strings.HasSuffix(s.Metadata.Name, "-"+testenv.KubeletNode) {
+		if !staticPodNames[s.Metadata.Name] {
 			continue
 		}
-		m[s.Id] = fmt.Sprintf("sandbox %s %v attempt %d", s.Metadata.Name, s.State, s.Metadata.Attempt)
+		m[s.Id] = staticItem{desc: fmt.Sprintf("sandbox %s %v attempt %d", s.Metadata.Name, s.State, s.Metadata.Attempt),
+			keep: s.State == runtimeapi.PodSandboxState_SANDBOX_READY}
 		cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: s.Id}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cs.Containers {
-			m[c.Id] = fmt.Sprintf("%s/%s %v attempt %d restartCount %s", s.Metadata.Name, c.Metadata.Name, c.State, c.Metadata.Attempt,
-				c.Annotations["io.kubernetes.container.restartCount"])
+			m[c.Id] = staticItem{desc: fmt.Sprintf("%s/%s %v attempt %d restartCount %s", s.Metadata.Name, c.Metadata.Name, c.State, c.Metadata.Attempt,
+				c.Annotations["io.kubernetes.container.restartCount"]), keep: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING}
+			k := s.Metadata.Name + "/" + c.Metadata.Name
+			if n := newest[k]; n == nil || c.CreatedAt > n.CreatedAt {
+				newest[k] = c
+			}
 		}
+	}
+	for _, c := range newest {
+		it := m[c.Id]
+		it.keep = true
+		m[c.Id] = it
 	}
 	return m
 }
@@ -71,6 +95,9 @@ func staticPods(t *testing.T, ctx context.Context, rs runtimeapi.RuntimeServiceC
 // pods as they were (the same containers, attempts and restart counts).
 func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeapi.RuntimeServiceClient, bin string, frozenSeen float64) {
 	static := staticPods(t, ctx, rs)
+	if len(static) < 6 { // web: sandbox, app; queue: sandbox, migrate (exited), worker, metrics
+		t.Fatalf("the static pods have %d containers and sandboxes before gc, want at least 6", len(static))
+	}
 	endpoint := "--runtime.endpoint=" + st.Containerd.Endpoint()
 	dry, code := runGC(t, bin, endpoint)
 	if code != 0 || dry.Recommended == "" || !strings.Contains(dry.Command, "--apply") {
@@ -143,14 +170,33 @@ func healWithGC(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeap
 	t.Logf("gc: the kubelet relisted again %s after the gc command began, %s; no %q since",
 		relisted.Sub(began).Round(100*time.Millisecond), when, logNotHealthy)
 
+	// What the kubelet's GC must keep is there, unchanged; anything else of
+	// the static pods that went was in the plan (an old, empty sandbox of
+	// a restarted pod, an older attempt), as the kubelet's GC would have.
 	after := staticPods(t, ctx, rs)
+	planned := map[string]bool{}
+	for _, a := range dry.Plans[dry.Recommended].Actions {
+		planned[a.ID] = true
+	}
+	kept, went := 0, []string{}
 	for id, was := range static {
-		if now := after[id]; now != was {
-			t.Errorf("static pod item %s: %q before gc, %q after", id[:12], was, now)
+		now, there := after[id]
+		switch {
+		case was.keep && now.desc != was.desc:
+			t.Errorf("static pod item %s: %q before gc, %q after", id[:12], was.desc, now.desc)
+		case was.keep:
+			kept++
+		case !there && !planned[id]:
+			t.Errorf("static pod item %s (%s) went without being in the plan", id[:12], was.desc)
+		case !there:
+			went = append(went, was.desc)
 		}
 	}
-	if len(after) != len(static) {
-		t.Errorf("static pods: %d items before gc, %d after", len(static), len(after))
+	for id, now := range after {
+		if _, ok := static[id]; !ok {
+			t.Errorf("static pod item %s (%s) appeared during gc: a pod restarted", id[:12], now.desc)
+		}
 	}
-	t.Logf("gc: the static pods' %d containers and sandboxes are as they were", len(static))
+	t.Logf("gc: the static pods' %d running containers, ready sandboxes and newest containers are as they were; planned and removed as the kubelet's GC would: %v",
+		kept, went)
 }
