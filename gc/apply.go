@@ -122,7 +122,9 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 		} else {
 			err = r.RemoveContainer(ctx, a.ID)
 		}
-		timedOut := ctx.Err() == context.DeadlineExceeded
+		// The runtime's own deadline (the gRPC timeout it was sent) may
+		// end the call a moment before ours does.
+		timedOut := ctx.Err() == context.DeadlineExceeded || kubecontainer.ErrorCode(err) == "DeadlineExceeded"
 		cancel()
 		res.Removals++
 		switch {
@@ -145,7 +147,7 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 				failedSandbox[a.SandboxID] = true
 			}
 			res.Failures = append(res.Failures, Failure{Action: *a, Error: err.Error(), TimedOut: timedOut, Hint: hint(a, err, timedOut)})
-			if code := kubecontainer.ErrorCode(err); timedOut || code == "Unavailable" || code == "DeadlineExceeded" {
+			if timedOut || kubecontainer.ErrorCode(err) == "Unavailable" {
 				unanswered++
 			} else {
 				unanswered = 0

@@ -102,10 +102,14 @@ func gcFlags(cfg detect.Config, limit int64) (gcOptions, error) {
 func runGC(cfg detect.Config, o gcOptions, stdout, stderr io.Writer) int {
 	stop, unnotify := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer unnotify()
-	finished := make(chan struct{})
-	defer close(finished)
+	finished, exited := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(finished)
+		<-exited // its message, if any, is out before the summary ends the process
+	}()
 	applying := make(chan struct{})
 	go func() {
+		defer close(exited)
 		select {
 		case <-finished:
 			return

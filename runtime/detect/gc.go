@@ -20,6 +20,10 @@ func OpenGC(cfg Config) (kubecontainer.GCRuntime, error) {
 	if cfg.Candidates == nil {
 		cfg.Candidates = DefaultCandidates
 	}
+	// gc reads the inventory for its plan only: no status probes of the
+	// suspects (up to --probe.max-per-cycle × --probe.timeout on a node
+	// whose sandboxes hang); each removal asks its own item's state.
+	cfg.ProbeMax = 0
 	c, err := cfg.candidate()
 	if err != nil {
 		return nil, err
@@ -27,8 +31,7 @@ func OpenGC(cfg Config) (kubecontainer.GCRuntime, error) {
 	if c.Kind == KindDocker {
 		return docker.NewRemover(cfg.docker(c.Endpoint))
 	}
-	r, err := cri.NewRemover(cri.Config{Endpoint: c.Endpoint, MaxRecvBytes: cfg.MaxRecvBytes, Timeout: cfg.Timeout,
-		ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout})
+	r, err := cri.NewRemover(cri.Config{Endpoint: c.Endpoint, MaxRecvBytes: cfg.MaxRecvBytes, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}
