@@ -93,9 +93,9 @@ type Kept struct {
 	// UnknownUnsure: unknown containers on cri-dockerd without Docker's
 	// view, which cannot tell a dead container from a restarting one.
 	UnknownUnsure int `json:"unknown_without_docker_view"`
-	// Unlisted: sandboxes kept because the listing missed containers
-	// (Inventory.Incomplete) or the remover cannot remove them; containers
-	// whose pod has no listed sandbox, under --finished-pods.
+	// SandboxesUnchecked: sandboxes kept because the listing missed
+	// containers (Inventory.Incomplete) or went through the Docker API,
+	// which cannot remove cri-dockerd's checkpoint of a sandbox.
 	SandboxesUnchecked int `json:"sandboxes_not_removable_here"`
 	Newest             int `json:"newest_of_their_group"`
 	NotKubelets        int `json:"not_created_by_the_kubelet"`

@@ -104,11 +104,11 @@ func Open(cfg Config) (kubecontainer.Runtime, error) {
 		cfg.Candidates = DefaultCandidates
 	}
 	if cfg.Endpoint != "" {
-		kind := cfg.Kind
-		if kind == KindAuto {
-			kind = endpointKind(cfg.Endpoint)
+		c, err := cfg.candidate() // the configured endpoint: no socket is looked for
+		if err != nil {
+			return nil, err
 		}
-		return open(cfg, Candidate{Name: cfg.Endpoint, Kind: kind, Endpoint: cfg.Endpoint})
+		return open(cfg, c)
 	}
 	return &detecting{cfg: cfg}, nil
 }
