@@ -134,6 +134,10 @@ func Start(path string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
+	// Stop removes the socket itself. A listener that unlinks on close
+	// would, when Stop comes before Serve took it, remove the socket of
+	// the next server on the same path as Serve finally closes it.
+	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	s := &Server{opts: opts, lis: lis, Path: path}
 	sopts := []grpc.ServerOption{
 		grpc.MaxSendMsgSize(opts.MaxSendBytes),
