@@ -78,6 +78,9 @@ var (
 	nsPayloadDesc = prometheus.NewDesc("pleg_namespace_payload_bytes",
 		"Bytes each namespace's containers add to the ListContainers answer, same namespaces as pleg_namespace_containers (opt-in: --collector.namespaces).",
 		[]string{"namespace"}, nil)
+	streamMessageDesc = prometheus.NewDesc("pleg_relist_stream_message_max_bytes",
+		"Largest message of each list streamed (CRI list streaming: StreamPodSandboxes, StreamContainers), the most a kubelet with the CRIListStreaming gate receives at once: measured from the stream when the whole answer passes the payload limit, else the whole answer's size, which no message exceeds. Only for runtimes that stream.",
+		[]string{"rpc"}, nil)
 	infoDesc = prometheus.NewDesc("pleg_runtime_info",
 		"The container runtime the exporter relists through; streaming says whether it implements CRI list streaming (true, false, or unknown).",
 		[]string{"runtime", "version", "api_version", "streaming"}, nil)
@@ -103,11 +106,16 @@ type Collector struct {
 	cfg Config
 
 	latency       prometheus.Histogram
+	changedItems  prometheus.Counter
+	changedPods   prometheus.Counter
 	probeLatency  *prometheus.HistogramVec
 	probeTimeouts *prometheus.CounterVec
 
 	mu    sync.RWMutex
 	state pleg.State
+	// churn is set once a relist compared its items with the previous one
+	// (CRI runtimes): the change counters are exported from then on.
+	churn bool
 }
 
 // New returns the collector; pass it to pleg.NewRelister as its Observer.
@@ -121,6 +129,14 @@ func New(cfg Config) *Collector {
 			Name:    "pleg_relist_latency_seconds",
 			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
 			Buckets: LatencyBuckets,
+		}),
+		changedItems: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pleg_relist_changed_containers_total",
+			Help: "Containers and sandboxes that appeared, went or changed state between two consecutive complete shadow relists: the events the kubelet's PLEG generates.",
+		}),
+		changedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pleg_relist_changed_pods_total",
+			Help: "Pods with at least one changed container or sandbox between two consecutive complete shadow relists; the kubelet's relist calls GetPodStatus (a status call per container) for each such pod.",
 		}),
 		probeLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pleg_status_probe_duration_seconds",
@@ -143,6 +159,11 @@ func (c *Collector) Observe(st pleg.State) {
 	defer c.mu.Unlock()
 	if st.Last != nil && st.Relists != c.state.Relists {
 		c.latency.Observe(st.Last.Duration.Seconds())
+		if st.Last.ChangesKnown {
+			c.churn = true
+			c.changedItems.Add(float64(st.Last.ChangedItems))
+			c.changedPods.Add(float64(st.Last.ChangedPods))
+		}
 	}
 	c.state = st
 }
@@ -159,10 +180,13 @@ func (c *Collector) ObserveProbe(res kubecontainer.ProbeResult) {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{containersDesc, dockerContainersDesc, dockerUpDesc, sandboxesDesc,
 		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, thresholdDesc, upDesc,
-		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc} {
+		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc,
+		streamMessageDesc} {
 		ch <- d
 	}
 	c.latency.Describe(ch)
+	c.changedItems.Describe(ch)
+	c.changedPods.Describe(ch)
 	if c.cfg.Probes {
 		c.probeLatency.Describe(ch)
 		c.probeTimeouts.Describe(ch)
@@ -172,7 +196,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.RLock()
-	st := c.state
+	st, churn := c.state, c.churn
 	c.mu.RUnlock()
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
@@ -186,6 +210,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(n), code)
 	}
 	c.latency.Collect(ch)
+	if churn {
+		c.changedItems.Collect(ch)
+		c.changedPods.Collect(ch)
+	}
 	if c.cfg.Probes {
 		c.probeLatency.Collect(ch)
 		c.probeTimeouts.Collect(ch)
@@ -216,6 +244,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(rpcDurationDesc, s.Duration.Seconds(), rpc)
 			if s.PayloadKnown {
 				gauge(payloadDesc, float64(s.PayloadBytes), rpc)
+			}
+			if s.StreamKnown {
+				gauge(streamMessageDesc, float64(s.StreamMessageBytes), rpc)
 			}
 		}
 		if last.DockerContainers != nil || last.DockerErr != nil {

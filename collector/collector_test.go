@@ -164,6 +164,35 @@ func TestGoldenOverflow(t *testing.T) {
 	}
 }
 
+// containerd 2.4 streams: the whole ListContainers answer is past the limit
+// (the runtime refuses to send it), every 5000-container message fits. The
+// kubelet's relist succeeds when it streams, so the stream message is what
+// the mixin compares on such nodes. Churn accumulates from the second relist.
+func TestGoldenStreaming(t *testing.T) {
+	now := t0
+	first := healthySnap(t0)
+	first.RPCs[RPCListPodSandbox] = RPCStat{Duration: 20 * time.Millisecond, PayloadBytes: 51234, PayloadKnown: true, StreamMessageBytes: 51234, StreamKnown: true}
+	streamed := func(start time.Time, items, pods int) *Snapshot {
+		s := overflowSnap(start)
+		s.RPCs[RPCListPodSandbox] = first.RPCs[RPCListPodSandbox]
+		st := s.RPCs[RPCListContainers]
+		st.StreamMessageBytes, st.StreamKnown = 11711265, true
+		s.RPCs[RPCListContainers] = st
+		s.ChangedItems, s.ChangedPods, s.ChangesKnown = items, pods, true
+		return s
+	}
+	rt := &stubRuntime{
+		snaps: []*Snapshot{first, streamed(t0.Add(10*time.Second), 40, 3), streamed(t0.Add(20*time.Second), 12, 2)},
+		info:  Info{Runtime: "containerd", Version: "v2.4.2", APIVersion: "v1", Streaming: "true"},
+	}
+	r, reg := newTestRelister(rt, &now, false)
+	for i := 0; i < 3; i++ {
+		r.RelistOnce(context.Background())
+	}
+	now = t0.Add(25 * time.Second)
+	compareGolden(t, reg, "metrics-streaming.prom")
+}
+
 // A runtime that never answered: up 0, no counts, age from start-up.
 func TestGoldenRuntimeDown(t *testing.T) {
 	now := t0.Add(-2 * time.Second) // exporter start

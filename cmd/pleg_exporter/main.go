@@ -115,6 +115,7 @@ func run() int {
 		Logger:       logger,
 		ProbeMax:     *probeMax,
 		ProbeTimeout: *probeTimeout,
+		LimitBytes:   *grpcLimit,
 	}
 	if *nsEnabled {
 		cfg.NamespacesTop = *nsTop

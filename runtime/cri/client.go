@@ -39,6 +39,9 @@ type Config struct {
 	// unknown containers for Probe, which checks at most ProbeMax of them.
 	ProbeMax     int
 	ProbeTimeout time.Duration
+	// KubeletLimitBytes is the kubelet's receive limit (16 MiB when 0): a
+	// list answer within it needs no streamed measurement.
+	KubeletLimitBytes int
 }
 
 // Client relists through one CRI endpoint. It keeps no list between relists.
@@ -53,6 +56,11 @@ type Client struct {
 	// the earlier ones a partial listing did not see.
 	candidates  []candidate
 	probeCursor candidate
+	// changes compares each relist's items with the previous complete
+	// relist's (what the kubelet's PLEG turns into events); relistMu keeps
+	// relists one at a time around it.
+	relistMu sync.Mutex
+	changes  *kubecontainer.Changes
 	// unknownFilterRejected is set when the runtime refused a state=UNKNOWN
 	// filter (cri-dockerd turns it into Docker's invalid status=unknown).
 	unknownFilterRejected bool
@@ -105,7 +113,7 @@ func newClient(cfg Config, rule allowList) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %s: %w", cfg.Endpoint, err)
 	}
-	return &Client{cfg: cfg, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+	return &Client{cfg: cfg, conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn), changes: kubecontainer.NewChanges()}, nil
 }
 
 // Conn exposes the connection (tests use it to prove the allow-list).
@@ -167,6 +175,13 @@ func (c *Client) probeStreaming(ctx context.Context) string {
 	return res
 }
 
+func (c *Client) kubeletLimit() int {
+	if c.cfg.KubeletLimitBytes > 0 {
+		return c.cfg.KubeletLimitBytes
+	}
+	return 16 << 20
+}
+
 func (c *Client) streams() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -177,12 +192,23 @@ func (c *Client) streams() bool {
 // and keeps nothing but counts and sizes. Past the limit the counts come from
 // the lister's fallback.
 func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
+	c.relistMu.Lock()
+	defer c.relistMu.Unlock()
 	var tally kubecontainer.NamespaceTally
-	v := &Visitor{}
+	// Every relist reads each item's id (and a container's sandbox, a
+	// sandbox's pod) for the churn between relists.
+	ch := c.changes
+	ch.Begin()
+	v := &Visitor{
+		ContainerFields: FieldID | FieldSandboxID,
+		SandboxFields:   FieldID | FieldIdentity,
+		ResetSandboxes:  ch.ResetSandboxes,
+		ResetContainers: ch.ResetContainers,
+	}
 	if c.cfg.NamespacesTop > 0 {
 		tally = kubecontainer.NamespaceTally{}
 		v.ContainerFields |= FieldNamespace
-		v.ResetContainers = func() { clear(tally) }
+		v.ResetContainers = func() { ch.ResetContainers(); clear(tally) }
 	}
 	probes := c.cfg.ProbeMax > 0
 	var sbCands, ctCands *candidateScan
@@ -193,26 +219,23 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 		c.mu.Unlock()
 		v.ContainerFields |= FieldID | FieldCreated
 		v.SandboxFields |= FieldID | FieldCreated
-		v.Sandbox = func(it *Item) {
+		resetSandboxes, resetContainers := v.ResetSandboxes, v.ResetContainers
+		v.ResetSandboxes = func() { resetSandboxes(); sbCands.reset() }
+		v.ResetContainers = func() { resetContainers(); ctCands.reset() }
+	}
+	v.Sandbox = func(it *Item) {
+		ch.Sandbox(it.ID, it.PodUID, it.State)
+		if probes {
 			sbCands.visit(it, it.State != int32(runtimeapi.PodSandboxState_SANDBOX_READY))
 		}
-		v.ResetSandboxes = sbCands.reset
-		resetTally := v.ResetContainers
-		v.ResetContainers = func() {
-			if resetTally != nil {
-				resetTally()
-			}
-			ctCands.reset()
-		}
 	}
-	if tally != nil || probes {
-		v.Container = func(it *Item) {
-			if tally != nil {
-				tally.Add(string(it.Namespace), containerState(runtimeapi.ContainerState(it.State)), it.Bytes)
-			}
-			if probes {
-				ctCands.visit(it, it.State == int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN))
-			}
+	v.Container = func(it *Item) {
+		ch.Container(it.ID, it.SandboxID, it.State)
+		if tally != nil {
+			tally.Add(string(it.Namespace), containerState(runtimeapi.ContainerState(it.State)), it.Bytes)
+		}
+		if probes {
+			ctCands.visit(it, it.State == int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN))
 		}
 	}
 	l := c.List(ctx, v)
@@ -231,6 +254,9 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	snap.Fallback, snap.FallbackDuration = l.Fallback, l.FallbackDuration
 	snap.ContainersIncomplete = l.ContainersIncomplete
 	snap.Counted = l.Complete()
+	// A listing without unknown containers (cri-dockerd's fallback) would
+	// count them all as gone: not compared.
+	snap.ChangedItems, snap.ChangedPods, snap.ChangesKnown = ch.End(snap.Counted && !l.ContainersIncomplete)
 	if probes {
 		// The candidates come from whatever listed the items, the fallback
 		// included: past the limit is when the hanging sandboxes pile up. A

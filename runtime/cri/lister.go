@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
@@ -174,6 +175,14 @@ func (c *Client) List(ctx context.Context, v *Visitor) *Listing {
 	}
 	l.SandboxesListed, l.ContainersListed = sbErr == nil, ctErr == nil
 	needSB, needCT := tooLarge(sbErr), tooLarge(ctErr)
+	if c.streams() {
+		// What a streaming kubelet would receive at once: no message of a
+		// stream holds more than the whole answer, so an answer within the
+		// kubelet's limit is its own bound; one past it (sent because the
+		// runtime's send limit is higher) is streamed once to measure.
+		c.streamBound(ctx, listSandboxes, nil, kubecontainer.RPCListPodSandbox, sbErr, l)
+		c.streamBound(ctx, listContainers, &runtimeapi.ContainerFilter{}, kubecontainer.RPCListContainers, ctErr, l)
+	}
 	if !needSB && !needCT {
 		return l
 	}
@@ -233,6 +242,7 @@ func (c *Client) listSandboxesAnyway(ctx context.Context, v *Visitor, l *Listing
 	}
 	if c.streams() {
 		err := c.streamAll(ctx, listSandboxes, nil, s)
+		streamMeasured(l, kubecontainer.RPCListPodSandbox, s.MaxMessage, err)
 		if err == nil {
 			return ids, nil
 		}
@@ -259,6 +269,7 @@ func (c *Client) listContainersAnyway(ctx context.Context, sandboxIDs []string, 
 	s := c.summary(listContainers, v.ContainerFields, l, v)
 	if c.streams() {
 		err := c.streamAll(ctx, listContainers, &runtimeapi.ContainerFilter{}, s)
+		streamMeasured(l, kubecontainer.RPCListContainers, s.MaxMessage, err)
 		if err == nil {
 			return nil
 		}
@@ -304,6 +315,42 @@ func (c *Client) listContainersAnyway(ctx context.Context, sandboxIDs []string, 
 		}
 	}
 	return nil
+}
+
+// streamBound fills in StreamMessageBytes of a list whose unary call
+// returned: its own size within the kubelet's limit, else measured on a
+// count-only stream. A list too large to send is measured by the fallback's
+// stream instead.
+func (c *Client) streamBound(ctx context.Context, call listCall, filter proto.Message, rpc string, err error, l *Listing) {
+	st, ok := l.RPCs[rpc]
+	if !ok || err != nil || !st.PayloadKnown {
+		return
+	}
+	if st.PayloadBytes <= int64(c.kubeletLimit()) {
+		st.StreamMessageBytes, st.StreamKnown = st.PayloadBytes, true
+		l.RPCs[rpc] = st
+		return
+	}
+	sctx, cancel := c.call(ctx)
+	defer cancel()
+	s := &listSummary{onItem: func(*Item) {}}
+	serr := c.streamAll(sctx, call, filter, s)
+	streamMeasured(l, rpc, s.MaxMessage, serr)
+}
+
+// streamMeasured records the largest message of a stream: the largest read
+// when it ended, the size the runtime gave when it refused to send one.
+func streamMeasured(l *Listing, rpc string, maxMessage int, err error) {
+	st := l.RPCs[rpc]
+	switch {
+	case err == nil:
+		st.StreamMessageBytes, st.StreamKnown = int64(maxMessage), true
+	case tooLarge(err):
+		if n, _, ok := kubecontainer.ParseMessageSize(status.Convert(err).Message()); ok {
+			st.StreamMessageBytes, st.StreamKnown = max(n, int64(maxMessage)), true
+		}
+	}
+	l.RPCs[rpc] = st
 }
 
 // streamFailed remembers a runtime that turned out not to stream.

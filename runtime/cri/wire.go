@@ -74,6 +74,9 @@ const (
 	// attempt and sandbox id and its pod's name and uid labels; the
 	// sandbox's pod name, uid and attempt.
 	FieldIdentity
+	// FieldSandboxID reads only the container's sandbox id (part of
+	// FieldIdentity, without its label scan).
+	FieldSandboxID
 )
 
 // Item is what the scanner reads of one listed container or sandbox. The
@@ -107,6 +110,8 @@ type listSummary struct {
 	// stream).
 	Size  int
 	Items int
+	// MaxMessage is the largest message of a stream (streamAll).
+	MaxMessage int
 
 	item Item // the scanner's scratch item
 }
@@ -260,7 +265,7 @@ func scanContainer(b []byte, want Fields, it *Item) error {
 			it.ID = f.bytes
 		case f.num == containerCreatedField && want&FieldCreated != 0:
 			it.CreatedAt = int64(f.varint)
-		case f.num == containerSandboxIDField && want&FieldIdentity != 0:
+		case f.num == containerSandboxIDField && want&(FieldIdentity|FieldSandboxID) != 0:
 			it.SandboxID = f.bytes
 		case f.num == containerMetadataField && want&FieldIdentity != 0:
 			return eachField(f.bytes, func(m field) error {
@@ -429,11 +434,13 @@ func (c *Client) streamAll(ctx context.Context, l listCall, filter proto.Message
 		return err
 	}
 	for {
+		before := s.Size
 		if err := cs.RecvMsg(s); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
 		}
+		s.MaxMessage = max(s.MaxMessage, s.Size-before)
 	}
 }

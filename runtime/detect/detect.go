@@ -59,6 +59,8 @@ type Config struct {
 	// cycle, each with ProbeTimeout (CRI runtimes).
 	ProbeMax     int
 	ProbeTimeout time.Duration
+	// LimitBytes is the kubelet's receive limit (--pleg.grpc-limit-bytes).
+	LimitBytes int64
 }
 
 // Validate checks the configuration without touching any socket.
@@ -127,7 +129,8 @@ func open(cfg Config, c Candidate) (kubecontainer.Runtime, error) {
 		return docker.New(cfg.docker(c.Endpoint))
 	}
 	rt, err := cri.New(cri.Config{Endpoint: c.Endpoint, MaxRecvBytes: cfg.MaxRecvBytes, Timeout: cfg.Timeout,
-		NamespacesTop: cfg.NamespacesTop, ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout})
+		NamespacesTop: cfg.NamespacesTop, ProbeMax: cfg.ProbeMax, ProbeTimeout: cfg.ProbeTimeout,
+		KubeletLimitBytes: int(cfg.LimitBytes)})
 	if err != nil {
 		return nil, err
 	}

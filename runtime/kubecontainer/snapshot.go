@@ -61,6 +61,15 @@ type RPCStat struct {
 	// PayloadKnown is false when the size could not be learnt (for example
 	// the call timed out).
 	PayloadKnown bool
+	// StreamMessageBytes is the largest message of the same list streamed
+	// (StreamContainers / StreamPodSandboxes): what a kubelet with the
+	// CRIListStreaming gate receives at once. Measured from the stream when
+	// the whole answer was too large for the kubelet, the whole answer's size
+	// otherwise (no message of a stream is larger than the whole list).
+	// StreamKnown is false when the runtime does not stream or the size
+	// could not be learnt.
+	StreamMessageBytes int64
+	StreamKnown        bool
 	// Estimated is true when PayloadBytes was computed from another API (Docker)
 	// rather than measured on the CRI wire.
 	Estimated bool
@@ -97,6 +106,13 @@ type Snapshot struct {
 	DockerContainers map[string]int
 	// DockerErr is set when the Docker view was configured but failed.
 	DockerErr error
+
+	// ChangedItems and ChangedPods are the churn since the previous complete
+	// relist: containers and sandboxes that appeared, went or changed state,
+	// and the pods they belong to (each one a GetPodStatus in the kubelet's
+	// relist). ChangesKnown is false for the first relist and incomplete ones.
+	ChangedItems, ChangedPods int
+	ChangesKnown              bool
 
 	// Namespaces is the top-N breakdown of the containers by namespace,
 	// nil unless --collector.namespaces is on.

@@ -1,0 +1,125 @@
+package kubecontainer
+
+// Churn, as the kubelet's relist meets it. Every relist the PLEG compares
+// each container's and sandbox's state with the previous relist's, and for
+// every pod with a change (a container or sandbox that appeared, changed
+// state or went) it calls GetPodStatus: a PodSandboxStatus and a
+// ContainerStatus per container of that pod, inside the relist. Under high
+// churn those calls, not the two lists, are what make a relist slow.
+//
+// Changes compares two consecutive complete relists the same way and keeps
+// only what that needs: one hash of each id with its state and pod. It never
+// holds an id, and what it reports are two counts.
+
+// Changes tracks the items of the relist being read against the previous
+// complete one. Not safe for concurrent use: one relist at a time.
+type Changes struct {
+	prev, next   map[uint64]itemState // item id hash → state and pod
+	sandboxPod   map[uint64]uint64    // this relist's sandbox id hash → pod uid hash
+	pods         map[uint64]struct{}
+	havePrevious bool
+}
+
+type itemState struct {
+	pod     uint64
+	state   int32
+	sandbox bool
+}
+
+// NewChanges returns a tracker with no previous relist: the first complete
+// relist is compared with nothing and reports no changes.
+func NewChanges() *Changes {
+	return &Changes{
+		prev: map[uint64]itemState{}, next: map[uint64]itemState{},
+		sandboxPod: map[uint64]uint64{}, pods: map[uint64]struct{}{},
+	}
+}
+
+// Hash is FNV-1a of b: what the tracker keeps of an id.
+func Hash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Begin starts reading a relist.
+func (c *Changes) Begin() {
+	clear(c.next)
+	clear(c.sandboxPod)
+}
+
+// Sandbox records a listed sandbox of the pod podUID. Sandboxes are read
+// before containers, as the relist lists them.
+func (c *Changes) Sandbox(id, podUID []byte, state int32) {
+	h, pod := Hash(id), Hash(podUID)
+	if len(podUID) == 0 {
+		pod = h
+	}
+	c.sandboxPod[h] = pod
+	c.next[h] = itemState{pod: pod, state: state, sandbox: true}
+}
+
+// Container records a listed container of the sandbox sandboxID. Its pod is
+// that sandbox's; a container whose sandbox was not listed counts as a pod
+// of its own sandbox id.
+func (c *Changes) Container(id, sandboxID []byte, state int32) {
+	sb := Hash(sandboxID)
+	pod, ok := c.sandboxPod[sb]
+	if !ok {
+		pod = sb
+	}
+	c.next[Hash(id)] = itemState{pod: pod, state: state}
+}
+
+// ResetSandboxes and ResetContainers forget what a listing that broke half
+// way recorded, before the items are listed again another way.
+func (c *Changes) ResetSandboxes() {
+	for h, st := range c.next {
+		if st.sandbox {
+			delete(c.next, h)
+		}
+	}
+	clear(c.sandboxPod)
+}
+
+// ResetContainers forgets the containers recorded so far in this relist.
+func (c *Changes) ResetContainers() {
+	for h, st := range c.next {
+		if !st.sandbox {
+			delete(c.next, h)
+		}
+	}
+}
+
+// End finishes the relist. A complete one is compared with the previous
+// complete one: items (containers and sandboxes) that appeared, went or
+// changed state, and the pods they belong to; ok is false when there was
+// nothing to compare. An incomplete relist changes nothing: the next
+// complete one is compared with the last complete one.
+func (c *Changes) End(complete bool) (items, pods int, ok bool) {
+	if !complete {
+		return 0, 0, false
+	}
+	if c.havePrevious {
+		clear(c.pods)
+		for h, n := range c.next {
+			if p, seen := c.prev[h]; !seen || p.state != n.state {
+				items++
+				c.pods[n.pod] = struct{}{}
+			}
+		}
+		for h, p := range c.prev {
+			if _, still := c.next[h]; !still {
+				items++
+				c.pods[p.pod] = struct{}{}
+			}
+		}
+		pods, ok = len(c.pods), true
+	}
+	c.prev, c.next = c.next, c.prev
+	c.havePrevious = true
+	return items, pods, ok
+}

@@ -1,0 +1,57 @@
+package kubecontainer
+
+import "testing"
+
+func TestChanges(t *testing.T) {
+	c := NewChanges()
+	relist := func(complete bool, sandboxes [][3]string, containers [][3]string) (int, int, bool) {
+		c.Begin()
+		for _, s := range sandboxes { // id, pod uid, state
+			c.Sandbox([]byte(s[0]), []byte(s[1]), int32(s[2][0]-'0'))
+		}
+		for _, ct := range containers { // id, sandbox id, state
+			c.Container([]byte(ct[0]), []byte(ct[1]), int32(ct[2][0]-'0'))
+		}
+		return c.End(complete)
+	}
+	sbs := [][3]string{{"sb1", "uid-a", "0"}, {"sb2", "uid-b", "0"}, {"sb3", "uid-c", "1"}}
+	cts := [][3]string{{"c1", "sb1", "1"}, {"c2", "sb1", "2"}, {"c3", "sb2", "1"}, {"c4", "sb3", "2"}}
+	if _, _, ok := relist(true, sbs, cts); ok {
+		t.Fatal("the first relist has nothing to compare with")
+	}
+	if items, pods, ok := relist(true, sbs, cts); !ok || items != 0 || pods != 0 {
+		t.Fatalf("nothing changed: items %d pods %d ok %v", items, pods, ok)
+	}
+	// c1 exits, c3 goes, c5 appears in pod a; pod b's sandbox turns notready.
+	sbs2 := [][3]string{{"sb1", "uid-a", "0"}, {"sb2", "uid-b", "1"}, {"sb3", "uid-c", "1"}}
+	cts2 := [][3]string{{"c1", "sb1", "2"}, {"c2", "sb1", "2"}, {"c4", "sb3", "2"}, {"c5", "sb1", "0"}}
+	if items, pods, ok := relist(true, sbs2, cts2); !ok || items != 4 || pods != 2 {
+		t.Errorf("items %d pods %d ok %v, want 4 items (c1, c3, c5, sb2) in 2 pods", items, pods, ok)
+	}
+	// An incomplete relist is not compared and does not become the base.
+	if _, _, ok := relist(false, sbs, nil); ok {
+		t.Error("an incomplete relist was compared")
+	}
+	// The next complete one compares with the last complete one: pod c's
+	// sandbox and container went, and a container of an unlisted sandbox
+	// counts as a pod of its own.
+	cts3 := [][3]string{{"c1", "sb1", "2"}, {"c2", "sb1", "2"}, {"c5", "sb1", "0"}, {"c9", "sb9", "2"}}
+	if items, pods, ok := relist(true, sbs2[:2], cts3); !ok || items != 3 || pods != 2 {
+		t.Errorf("items %d pods %d ok %v, want 3 items (sb3, c4, c9) in 2 pods", items, pods, ok)
+	}
+	// A listing that broke half way forgets what it recorded.
+	c.Begin()
+	c.Sandbox([]byte("sb1"), []byte("uid-a"), 1)
+	c.Container([]byte("c1"), []byte("sb1"), 3)
+	c.ResetSandboxes()
+	c.ResetContainers()
+	for _, s := range sbs2[:2] {
+		c.Sandbox([]byte(s[0]), []byte(s[1]), int32(s[2][0]-'0'))
+	}
+	for _, ct := range cts3 {
+		c.Container([]byte(ct[0]), []byte(ct[1]), int32(ct[2][0]-'0'))
+	}
+	if items, pods, ok := c.End(true); !ok || items != 0 || pods != 0 {
+		t.Errorf("after resets: items %d pods %d ok %v, want no change", items, pods, ok)
+	}
+}
