@@ -9,8 +9,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBELET:?}" "${CRICTL:?}"
-export CRICTL KUBELET
+: "${KUBELET:?}" "${CRICTL:?}" "${CONTAINERD2:?}"
+export CRICTL KUBELET CONTAINERD2
 
 filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$)'; }
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }

@@ -36,10 +36,10 @@ func elem(m proto.Message) int64 {
 
 // readTruth lists per sandbox and state, so it works past the 16 MiB limit
 // as long as no single pod holds 16 MiB of one state.
-func readTruth(t *testing.T, c context.Context) truth {
+func readTruth(t *testing.T, c context.Context, rt *containerdRuntime) truth {
 	t.Helper()
 	tr := truth{containers: map[string]int{}, sandboxes: map[string]int{}}
-	resp, err := kubelet.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
+	resp, err := rt.pods.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatalf("truth: list sandboxes: %v", err)
 	}
@@ -47,7 +47,7 @@ func readTruth(t *testing.T, c context.Context) truth {
 		tr.sandboxes[kubecontainer.SandboxStateName(s.State)]++
 		tr.sbBytes += elem(s)
 		for _, st := range []runtimeapi.ContainerState{0, 1, 2, 3} {
-			cs, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+			cs, err := rt.pods.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
 				PodSandboxId: s.Id, State: &runtimeapi.ContainerStateValue{State: st}}})
 			if err != nil {
 				t.Fatalf("truth: list %v in %s: %v", st, s.Id, err)
@@ -75,16 +75,15 @@ func checkCounts(t *testing.T, got map[string]float64, tr truth) {
 	}
 }
 
-var populated bool
-
-// populate creates, once, a small kubelet-like population over three
-// namespaces: running, exited and created-never-started containers, ready and
-// notready sandboxes.
-func populate(t *testing.T) {
+// populate creates, once per runtime, a small kubelet-like population over
+// three namespaces: running, exited and created-never-started containers,
+// ready and notready sandboxes.
+func populate(t *testing.T, rt *containerdRuntime) {
 	t.Helper()
-	if populated {
+	if rt.populated {
 		return
 	}
+	kubelet := rt.pods
 	c := ctx(t, 3*time.Minute)
 	for i, ns := range []string{"default", "batch-jobs", "monitoring"} {
 		for p := 0; p <= i; p++ {
@@ -120,45 +119,59 @@ func populate(t *testing.T) {
 	if err := kubelet.StopPod(c, done); err != nil {
 		t.Fatal(err)
 	}
-	populated = true
+	rt.populated = true
 }
 
 func TestContainerdCountsAndPayload(t *testing.T) {
-	need(t, ctdErr)
-	populate(t)
-	r, reg, _ := exporterFor(t, ctd.Endpoint(), time.Hour)
-	c := ctx(t, time.Minute)
-	r.RelistOnce(c)
-	got := series(t, reg)
-	tr := readTruth(t, c)
-	checkCounts(t, got, tr)
-	if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 0 {
-		t.Errorf("up=%v fallback=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"])
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) {
+		populate(t, rt)
+		r, reg, _ := exporterFor(t, rt.ctd.Endpoint(), time.Hour)
+		c := ctx(t, time.Minute)
+		r.RelistOnce(c)
+		got := series(t, reg)
+		tr := readTruth(t, c, rt)
+		checkCounts(t, got, tr)
+		if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 0 {
+			t.Errorf("up=%v fallback=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"])
+		}
+		// The exact answer sizes, from the harness's own unfiltered lists.
+		ct, err := rt.pods.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := rt.pods.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCT, wantSB := proto.Size(ct), proto.Size(sb)
+		if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(wantCT) {
+			t.Errorf("ListContainers payload = %v, runtime's answer is %d bytes", v, wantCT)
+		}
+		if v := got["pleg_relist_payload_bytes{rpc=ListPodSandbox}"]; v != float64(wantSB) {
+			t.Errorf("ListPodSandbox payload = %v, runtime's answer is %d bytes", v, wantSB)
+		}
+		t.Logf("containerd truth: containers %v, sandboxes %v; payload ListContainers %d B, ListPodSandbox %d B; relist %.1f ms",
+			tr.containers, tr.sandboxes, wantCT, wantSB, got["pleg_relist_duration_seconds"]*1000)
+	})
+}
+
+// streamingLabel is the streaming label of pleg_runtime_info.
+func streamingLabel(got map[string]float64) string {
+	for k := range got {
+		if strings.HasPrefix(k, "pleg_runtime_info{") {
+			if _, rest, ok := strings.Cut(k, "{streaming="); ok {
+				v, _, _ := strings.Cut(rest, "}")
+				return v
+			}
+		}
 	}
-	// The exact answer sizes, from the harness's own unfiltered lists.
-	ct, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := kubelet.RS.ListPodSandbox(c, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantCT, wantSB := proto.Size(ct), proto.Size(sb)
-	if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(wantCT) {
-		t.Errorf("ListContainers payload = %v, runtime's answer is %d bytes", v, wantCT)
-	}
-	if v := got["pleg_relist_payload_bytes{rpc=ListPodSandbox}"]; v != float64(wantSB) {
-		t.Errorf("ListPodSandbox payload = %v, runtime's answer is %d bytes", v, wantSB)
-	}
-	t.Logf("containerd truth: containers %v, sandboxes %v; payload ListContainers %d B, ListPodSandbox %d B; relist %.1f ms",
-		tr.containers, tr.sandboxes, wantCT, wantSB, got["pleg_relist_duration_seconds"]*1000)
+	return ""
 }
 
 // kubeletClient lists with the kubelet's settings: 16 MiB receive limit.
-func kubeletClient(t *testing.T) runtimeapi.RuntimeServiceClient {
+func kubeletClient(t *testing.T, rt *containerdRuntime) runtimeapi.RuntimeServiceClient {
 	t.Helper()
-	cc, err := grpc.NewClient(ctd.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+	cc, err := grpc.NewClient(rt.ctd.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {
 		t.Fatal(err)
@@ -168,202 +181,227 @@ func kubeletClient(t *testing.T) runtimeapi.RuntimeServiceClient {
 }
 
 func TestContainerdOverflow(t *testing.T) {
-	need(t, ctdErr)
-	populate(t)
-	c := ctx(t, 8*time.Minute)
-	var pods []*testenv.Pod
-	for i := 0; i < 2; i++ {
-		pod, err := kubelet.RunPod(c, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, pod)
-	}
-	pad := strings.Repeat("p", 64<<10)
-	var ids []string
-	defer func() {
-		for _, id := range ids {
-			kubelet.RemoveContainer(context.Background(), id)
-		}
-	}()
-	t0 := time.Now()
-	for readTruth(t, c).ctBytes <= 16<<20 {
-		for i := 0; i < 32; i++ {
-			id, err := kubelet.CreateContainer(c, pods[len(ids)%2], testenv.ContainerSpec{
-				Name: "leak", Attempt: uint32(len(ids)),
-				ExtraAnnotations: map[string]string{"example.com/payload": pad},
-			})
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) {
+		populate(t, rt)
+		c := ctx(t, 8*time.Minute)
+		var pods []*testenv.Pod
+		for i := 0; i < 2; i++ {
+			pod, err := rt.pods.RunPod(c, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, id)
+			pods = append(pods, pod)
 		}
-	}
-	tr := readTruth(t, c)
-	t.Logf("created %d padded containers in %s; ListContainers answer is now %d bytes", len(ids), time.Since(t0).Round(time.Millisecond), tr.ctBytes)
-
-	// The kubelet's relist now fails, exactly as in the field.
-	_, kerr := kubeletClient(t).ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
-	if status.Code(kerr) != codes.ResourceExhausted {
-		t.Fatalf("kubelet-like ListContainers: %v, want ResourceExhausted", kerr)
-	}
-	t.Logf("kubelet-like client: %v", kerr)
-
-	r, reg, _ := exporterFor(t, ctd.Endpoint(), 500*time.Millisecond)
-	rctx, stop := context.WithCancel(c)
-	defer stop()
-	go r.Run(rctx)
-	<-r.FirstRelistDone()
-	got := series(t, reg)
-	checkCounts(t, got, tr)
-	if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(tr.ctBytes) {
-		t.Errorf("payload from the error = %v, the runtime's answer is %d bytes", v, tr.ctBytes)
-	}
-	if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 1 || got["pleg_relist_errors_total{code=ResourceExhausted}"] < 1 {
-		t.Errorf("up=%v fallback=%v errors=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"], got["pleg_relist_errors_total{code=ResourceExhausted}"])
-	}
-	first := got["pleg_last_seen_seconds"]
-	time.Sleep(3 * time.Second)
-	got = series(t, reg)
-	if grew := got["pleg_last_seen_seconds"] - first; grew < 2.5 {
-		t.Errorf("last seen grew only %.2fs in 3s of overflow", grew)
-	}
-	t.Logf("overflow: payload %.0f B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
-		got["pleg_relist_fallback_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
-
-	// Clean up the leak: recovery within one interval.
-	for _, id := range ids {
-		if err := kubelet.RemoveContainer(c, id); err != nil {
-			t.Fatal(err)
+		pad := strings.Repeat("p", 64<<10)
+		var ids []string
+		defer func() {
+			for _, id := range ids {
+				rt.pods.RemoveContainer(context.Background(), id)
+			}
+		}()
+		t0 := time.Now()
+		for readTruth(t, c, rt).ctBytes <= 16<<20 {
+			for i := 0; i < 32; i++ {
+				id, err := rt.pods.CreateContainer(c, pods[len(ids)%2], testenv.ContainerSpec{
+					Name: "leak", Attempt: uint32(len(ids)),
+					ExtraAnnotations: map[string]string{"example.com/payload": pad},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
 		}
-	}
-	ids = nil
-	removed := time.Now()
-	after := readTruth(t, c)
-	want := fmt.Sprint(after.containers["created"])
-	for {
+		tr := readTruth(t, c, rt)
+		t.Logf("created %d padded containers in %s; ListContainers answer is now %d bytes", len(ids), time.Since(t0).Round(time.Millisecond), tr.ctBytes)
+
+		// The kubelet's relist now fails, exactly as in the field.
+		_, kerr := kubeletClient(t, rt).ListContainers(c, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		if status.Code(kerr) != codes.ResourceExhausted {
+			t.Fatalf("kubelet-like ListContainers: %v, want ResourceExhausted", kerr)
+		}
+		t.Logf("kubelet-like client: %v", kerr)
+
+		r, reg, _ := exporterFor(t, rt.ctd.Endpoint(), 500*time.Millisecond)
+		rctx, stop := context.WithCancel(c)
+		defer stop()
+		go r.Run(rctx)
+		<-r.FirstRelistDone()
+		got := series(t, reg)
+		checkCounts(t, got, tr)
+		if v := got["pleg_relist_payload_bytes{rpc=ListContainers}"]; v != float64(tr.ctBytes) {
+			t.Errorf("payload from the error = %v, the runtime's answer is %d bytes", v, tr.ctBytes)
+		}
+		if got["pleg_runtime_up"] != 1 || got["pleg_relist_fallback"] != 1 || got["pleg_relist_errors_total{code=ResourceExhausted}"] < 1 {
+			t.Errorf("up=%v fallback=%v errors=%v", got["pleg_runtime_up"], got["pleg_relist_fallback"], got["pleg_relist_errors_total{code=ResourceExhausted}"])
+		}
+		// containerd 2.x streams, in messages of up to 5000 containers: these
+		// few hundred padded ones are one message past the limit, which it
+		// refuses to send as it refuses the whole answer. A kubelet with the
+		// CRIListStreaming gate fails the same way, and the exporter says so.
+		streams := streamingLabel(got)
+		msg, measured := got["pleg_relist_stream_message_max_bytes{rpc=ListContainers}"]
+		switch {
+		case rt.name == "1.6" && (streams != "false" || measured):
+			t.Errorf("containerd 1.6: streaming=%q, stream message %v (exported %v); it has no list streaming", streams, msg, measured)
+		case rt.name != "1.6" && (streams != "true" || msg != float64(tr.ctBytes)):
+			t.Errorf("containerd %s: streaming=%q, largest stream message %v, want the one refused message of %d bytes", rt.name, streams, msg, tr.ctBytes)
+		}
+		if rt.name != "1.6" {
+			st, err := rt.pods.RS.StreamContainers(c, &runtimeapi.StreamContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			if status.Code(err) != codes.ResourceExhausted {
+				t.Errorf("StreamContainers of one message past the limit: %v, want ResourceExhausted", err)
+			}
+			t.Logf("containerd %s streams (runtime_info streaming=%q); its one message: %v", rt.name, streams, err)
+		}
+		first := got["pleg_last_seen_seconds"]
+		time.Sleep(3 * time.Second)
 		got = series(t, reg)
-		if got["pleg_last_seen_seconds"] < 1 && got["pleg_relist_fallback"] == 0 && fmt.Sprint(got["pleg_containers{state=created}"]) == want {
-			break
+		if grew := got["pleg_last_seen_seconds"] - first; grew < 2.5 {
+			t.Errorf("last seen grew only %.2fs in 3s of overflow", grew)
 		}
-		if time.Since(removed) > 10*time.Second {
-			t.Fatalf("no recovery 10s after cleanup: last seen %.1fs", got["pleg_last_seen_seconds"])
+		t.Logf("overflow: payload %.0f B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
+			got["pleg_relist_fallback_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
+
+		// Clean up the leak: recovery within one interval.
+		for _, id := range ids {
+			if err := rt.pods.RemoveContainer(c, id); err != nil {
+				t.Fatal(err)
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	took := time.Since(removed)
-	if took > 2*time.Second {
-		t.Errorf("recovery took %s, more than one 500ms interval plus a relist", took)
-	}
-	t.Logf("recovered %s after the cleanup (interval 500ms)", took.Round(time.Millisecond))
-	checkCounts(t, got, after)
+		ids = nil
+		removed := time.Now()
+		after := readTruth(t, c, rt)
+		want := fmt.Sprint(after.containers["created"])
+		for {
+			got = series(t, reg)
+			if got["pleg_last_seen_seconds"] < 1 && got["pleg_relist_fallback"] == 0 && fmt.Sprint(got["pleg_containers{state=created}"]) == want {
+				break
+			}
+			if time.Since(removed) > 10*time.Second {
+				t.Fatalf("no recovery 10s after cleanup: last seen %.1fs", got["pleg_last_seen_seconds"])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		took := time.Since(removed)
+		if took > 2*time.Second {
+			t.Errorf("recovery took %s, more than one 500ms interval plus a relist", took)
+		}
+		t.Logf("recovered %s after the cleanup (interval 500ms)", took.Round(time.Millisecond))
+		checkCounts(t, got, after)
+	})
 }
 
 func TestContainerdFreezeAndRestart(t *testing.T) {
-	need(t, ctdErr)
-	populate(t)
-	r, reg, _ := exporterFor(t, ctd.Endpoint(), time.Second)
-	rctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go r.Run(rctx)
-	<-r.FirstRelistDone()
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) {
+		populate(t, rt)
+		r, reg, _ := exporterFor(t, rt.ctd.Endpoint(), time.Second)
+		rctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go r.Run(rctx)
+		<-r.FirstRelistDone()
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer srv.Close()
 
-	scrape := func() (time.Duration, map[string]float64) {
-		t0 := time.Now()
-		resp, err := http.Get(srv.URL)
-		if err != nil {
+		scrape := func() (time.Duration, map[string]float64) {
+			t0 := time.Now()
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return time.Since(t0), series(t, reg)
+		}
+		if err := rt.ctd.Freeze(); err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return time.Since(t0), series(t, reg)
-	}
-	if err := ctd.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	frozen := time.Now()
-	defer ctd.Thaw()
-	_, got := scrape()
-	start := got["pleg_last_seen_seconds"]
-	var worst time.Duration
-	n := 0
-	for time.Since(frozen) < 30*time.Second {
-		d, g := scrape()
-		worst = max(worst, d)
-		got = g
-		n++
-		time.Sleep(100 * time.Millisecond)
-	}
-	if worst > 200*time.Millisecond {
-		t.Errorf("slowest of %d scrapes during the freeze: %s", n, worst)
-	}
-	grew := got["pleg_last_seen_seconds"] - start
-	if grew < 25 {
-		t.Errorf("last seen grew %.1fs during a 30s freeze", grew)
-	}
-	t.Logf("freeze: %d scrapes, slowest %s; last seen %.1fs → %.1fs", n, worst, start, got["pleg_last_seen_seconds"])
+		frozen := time.Now()
+		defer rt.ctd.Thaw()
+		_, got := scrape()
+		start := got["pleg_last_seen_seconds"]
+		var worst time.Duration
+		n := 0
+		for time.Since(frozen) < 30*time.Second {
+			d, g := scrape()
+			worst = max(worst, d)
+			got = g
+			n++
+			time.Sleep(100 * time.Millisecond)
+		}
+		if worst > 200*time.Millisecond {
+			t.Errorf("slowest of %d scrapes during the freeze: %s", n, worst)
+		}
+		grew := got["pleg_last_seen_seconds"] - start
+		if grew < 25 {
+			t.Errorf("last seen grew %.1fs during a 30s freeze", grew)
+		}
+		t.Logf("freeze: %d scrapes, slowest %s; last seen %.1fs → %.1fs", n, worst, start, got["pleg_last_seen_seconds"])
 
-	if err := ctd.Thaw(); err != nil {
-		t.Fatal(err)
-	}
-	thawed := time.Now()
-	for got["pleg_last_seen_seconds"] > 2 {
-		if time.Since(thawed) > 10*time.Second {
-			t.Fatalf("no recovery 10s after SIGCONT: last seen %.1fs", got["pleg_last_seen_seconds"])
+		if err := rt.ctd.Thaw(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-		_, got = scrape()
-	}
-	t.Logf("thaw: back to normal %s after SIGCONT", time.Since(thawed).Round(time.Millisecond))
+		thawed := time.Now()
+		for got["pleg_last_seen_seconds"] > 2 {
+			if time.Since(thawed) > 10*time.Second {
+				t.Fatalf("no recovery 10s after SIGCONT: last seen %.1fs", got["pleg_last_seen_seconds"])
+			}
+			time.Sleep(50 * time.Millisecond)
+			_, got = scrape()
+		}
+		t.Logf("thaw: back to normal %s after SIGCONT", time.Since(thawed).Round(time.Millisecond))
 
-	ctd.Crash()
-	crashed := time.Now()
-	for got["pleg_runtime_up"] != 0 {
-		if time.Since(crashed) > 20*time.Second {
-			t.Fatal("runtime_up still 1 after the runtime was killed")
+		rt.ctd.Crash()
+		crashed := time.Now()
+		for got["pleg_runtime_up"] != 0 {
+			if time.Since(crashed) > 20*time.Second {
+				t.Fatal("runtime_up still 1 after the runtime was killed")
+			}
+			time.Sleep(100 * time.Millisecond)
+			_, got = scrape()
 		}
-		time.Sleep(100 * time.Millisecond)
-		_, got = scrape()
-	}
-	if err := ctd.Restart(); err != nil {
-		t.Fatal(err)
-	}
-	restarted := time.Now()
-	for got["pleg_runtime_up"] != 1 || got["pleg_last_seen_seconds"] > 2 {
-		if time.Since(restarted) > 30*time.Second {
-			t.Fatalf("no reconnection 30s after restart: up=%v", got["pleg_runtime_up"])
+		if err := rt.ctd.Restart(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-		_, got = scrape()
-	}
-	t.Logf("restart: reconnected by itself %s after containerd came back", time.Since(restarted).Round(time.Millisecond))
-	checkCounts(t, got, readTruth(t, ctx(t, time.Minute)))
+		restarted := time.Now()
+		for got["pleg_runtime_up"] != 1 || got["pleg_last_seen_seconds"] > 2 {
+			if time.Since(restarted) > 30*time.Second {
+				t.Fatalf("no reconnection 30s after restart: up=%v", got["pleg_runtime_up"])
+			}
+			time.Sleep(100 * time.Millisecond)
+			_, got = scrape()
+		}
+		t.Logf("restart: reconnected by itself %s after containerd came back", time.Since(restarted).Round(time.Millisecond))
+		checkCounts(t, got, readTruth(t, ctx(t, time.Minute), rt))
+	})
 }
 
 func TestContainerdReadOnly(t *testing.T) {
-	need(t, ctdErr)
-	populate(t)
-	c := ctx(t, time.Minute)
-	before := readTruth(t, c)
-	_, _, client := exporterFor(t, ctd.Endpoint(), time.Hour)
-	rs := runtimeapi.NewRuntimeServiceClient(client.Conn())
-	list, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
-	if err != nil || len(list.Containers) == 0 {
-		t.Fatalf("no containers: %v", err)
-	}
-	id := list.Containers[0].Id
-	if _, err := rs.RemoveContainer(c, &runtimeapi.RemoveContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("RemoveContainer through the exporter's client: %v", err)
-	}
-	if _, err := rs.StopContainer(c, &runtimeapi.StopContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("StopContainer through the exporter's client: %v", err)
-	}
-	if _, err := rs.RemovePodSandbox(c, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: list.Containers[0].PodSandboxId}); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("RemovePodSandbox through the exporter's client: %v", err)
-	}
-	after := readTruth(t, c)
-	if fmt.Sprint(before) != fmt.Sprint(after) {
-		t.Errorf("runtime changed: before %v, after %v", before, after)
-	}
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) {
+		populate(t, rt)
+		c := ctx(t, time.Minute)
+		before := readTruth(t, c, rt)
+		_, _, client := exporterFor(t, rt.ctd.Endpoint(), time.Hour)
+		rs := runtimeapi.NewRuntimeServiceClient(client.Conn())
+		list, err := rt.pods.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
+		if err != nil || len(list.Containers) == 0 {
+			t.Fatalf("no containers: %v", err)
+		}
+		id := list.Containers[0].Id
+		if _, err := rs.RemoveContainer(c, &runtimeapi.RemoveContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("RemoveContainer through the exporter's client: %v", err)
+		}
+		if _, err := rs.StopContainer(c, &runtimeapi.StopContainerRequest{ContainerId: id}); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("StopContainer through the exporter's client: %v", err)
+		}
+		if _, err := rs.RemovePodSandbox(c, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: list.Containers[0].PodSandboxId}); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("RemovePodSandbox through the exporter's client: %v", err)
+		}
+		after := readTruth(t, c, rt)
+		if fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Errorf("runtime changed: before %v, after %v", before, after)
+		}
+	})
 }

@@ -15,13 +15,13 @@ import (
 // equal what the runtime itself answers.
 func TestDiagnoseOnContainerd(t *testing.T) {
 	need(t, ctdErr)
-	populate(t)
+	populate(t, containerds[0])
 	bin := filepath.Join(t.TempDir(), "pleg_exporter")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	c := ctx(t, 2*time.Minute)
-	tr := readTruth(t, c)
+	tr := readTruth(t, c, containerds[0])
 	list, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,37 @@ var (
 	dockErr  error
 	kubelet  *testenv.PodClient
 	workRoot string
+	// containerds are the runtimes the containerd tests run on: Debian's
+	// 1.6 (ctd, kubelet) and the containerd 2.x of testenv.Containerd2Dir.
+	containerds []*containerdRuntime
 )
+
+// containerdRuntime is one private containerd with the harness's own
+// unrestricted client.
+type containerdRuntime struct {
+	name      string
+	ctd       *testenv.Containerd
+	err       error
+	pods      *testenv.PodClient
+	populated bool
+}
+
+func startContainerd(name, dir string, opts testenv.ContainerdOptions) *containerdRuntime {
+	r := &containerdRuntime{name: name}
+	t0 := time.Now()
+	r.ctd, r.err = testenv.StartContainerdWith(dir, opts)
+	if r.err != nil {
+		return r
+	}
+	cc, err := r.ctd.Dial(256 << 20)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.pods = &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(dir, "pod-logs")}
+	fmt.Printf("private containerd %s ready in %s\n", name, time.Since(t0).Round(time.Millisecond))
+	return r
+}
 
 func TestMain(m *testing.M) {
 	// A kubelet, its pods, mounts, cgroups and sysctls left by a killed run.
@@ -42,26 +72,27 @@ func TestMain(m *testing.M) {
 	func() {
 		// Stop exactly what was started, whatever the tests did.
 		defer func() {
-			if ctd != nil {
-				ctd.Stop()
+			for _, r := range containerds {
+				if r.ctd != nil {
+					r.ctd.Stop()
+				}
 			}
 			if dockerd != nil {
 				dockerd.Stop()
 			}
 			os.RemoveAll(workRoot)
 		}()
-		t0 := time.Now()
-		ctd, ctdErr = testenv.StartContainerd(filepath.Join(workRoot, "containerd"))
-		if ctdErr == nil {
-			cc, err := ctd.Dial(256 << 20)
-			if err != nil {
-				ctdErr = err
-			} else {
-				kubelet = &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(workRoot, "pods")}
-			}
-			fmt.Printf("private containerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
+		debian := startContainerd("1.6", filepath.Join(workRoot, "containerd"), testenv.ContainerdOptions{})
+		ctd, ctdErr, kubelet = debian.ctd, debian.err, debian.pods
+		containerds = []*containerdRuntime{debian}
+		two := &containerdRuntime{name: testenv.Containerd2Version}
+		if bins, err := testenv.Containerd2Dir(); err != nil {
+			two.err = err
+		} else {
+			two = startContainerd(testenv.Containerd2Version, filepath.Join(workRoot, "containerd2"), testenv.ContainerdOptions{Binaries: bins})
 		}
-		t0 = time.Now()
+		containerds = append(containerds, two)
+		t0 := time.Now()
 		dockerd, dockErr = testenv.StartDockerd(filepath.Join(workRoot, "docker"))
 		if dockErr == nil {
 			fmt.Printf("private dockerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
@@ -69,6 +100,16 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}()
 	os.Exit(code)
+}
+
+// onEachContainerd runs fn as a subtest on every private containerd.
+func onEachContainerd(t *testing.T, fn func(t *testing.T, r *containerdRuntime)) {
+	for _, r := range containerds {
+		t.Run(r.name, func(t *testing.T) {
+			need(t, r.err)
+			fn(t, r)
+		})
+	}
 }
 
 // need skips a test when its runtime could not start here, except in CI

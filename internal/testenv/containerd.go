@@ -37,10 +37,12 @@ type Containerd struct {
 	// Bridge and Subnet are the pod network (ContainerdOptions.PodNetwork).
 	Bridge string
 	Subnet string
-	ledger *ledger
-	cmd    *exec.Cmd
-	log    *os.File
-	done   chan struct{}
+	// binaries is ContainerdOptions.Binaries.
+	binaries string
+	ledger   *ledger
+	cmd      *exec.Cmd
+	log      *os.File
+	done     chan struct{}
 }
 
 // ContainerdOptions change what a private containerd offers.
@@ -50,6 +52,32 @@ type ContainerdOptions struct {
 	// /usr/lib/cni). The bridge, the addresses it hands out and the
 	// forwarding sysctl the bridge plugin turns on are undone by Stop.
 	PodNetwork bool
+	// Binaries is a directory holding a containerd 2.x and its
+	// containerd-shim-runc-v2 (Containerd2Dir), run instead of Debian's
+	// containerd 1.6 with a version 3 configuration; its shim comes first
+	// in the daemon's PATH. Empty: Debian's containerd from PATH.
+	Binaries string
+}
+
+// Containerd2Version is the containerd 2.x the tests run beside Debian's
+// 1.6: built from the Go module proxy by scripts/build-containerd.sh into
+// .tools/containerd-<version> (make test does it, once).
+const Containerd2Version = "v2.4.2"
+
+// Containerd2Dir returns the directory of the containerd 2.x build the
+// tests run: $CONTAINERD2 (make test sets it to the cached build). The error
+// wraps ErrUnavailable.
+func Containerd2Dir() (string, error) {
+	p := os.Getenv("CONTAINERD2")
+	if p == "" {
+		return "", fmt.Errorf("%w: CONTAINERD2 is not set (make test builds containerd %s into .tools/ and sets it)", ErrUnavailable, Containerd2Version)
+	}
+	for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
+		if _, err := os.Stat(filepath.Join(p, b)); err != nil {
+			return "", fmt.Errorf("%w: containerd %s: %v (make test builds it)", ErrUnavailable, Containerd2Version, err)
+		}
+	}
+	return p, nil
 }
 
 // CNIBinDir is where Debian's containernetworking-plugins installs them.
@@ -88,6 +116,46 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = %[6]q
     conf_dir = %[7]q
     max_conf_num = 1
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
+		filepath.Join(dir, "containerd.sock.ttrpc"), Image, cniBin, filepath.Join(dir, "cni", "conf"))
+}
+
+// containerd2Config is containerdConfig in containerd 2.x's version 3
+// format: the CRI plugin is split into images, runtime and the gRPC server,
+// and no host configuration is imported.
+func containerd2Config(dir, cniBin string) string {
+	return fmt.Sprintf(`version = 3
+root = %[1]q
+state = %[2]q
+imports = []
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.opt"]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = %[5]q
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[6]q]
+    conf_dir = %[7]q
+    max_conf_num = 1
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
 		filepath.Join(dir, "containerd.sock.ttrpc"), Image, cniBin, filepath.Join(dir, "cni", "conf"))
 }
@@ -177,7 +245,16 @@ func StartContainerd(dir string) (*Containerd, error) {
 
 // StartContainerdWith is StartContainerd with options.
 func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error) {
-	if err := Check("containerd", "runc", "ctr", "busybox"); err != nil {
+	need := []string{"containerd", "runc", "ctr", "busybox"}
+	if opts.Binaries != "" {
+		need = need[1:] // Debian's ctr imports the image; runc is Debian's
+		for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
+			if _, err := os.Stat(filepath.Join(opts.Binaries, b)); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+		}
+	}
+	if err := Check(need...); err != nil {
 		return nil, err
 	}
 	if opts.PodNetwork {
@@ -205,10 +282,14 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		cniBin = CNIBinDir
 	}
 	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte(containerdConfig(dir, cniBin)), 0o600); err != nil {
+	config := containerdConfig(dir, cniBin)
+	if opts.Binaries != "" {
+		config = containerd2Config(dir, cniBin)
+	}
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), binaries: opts.Binaries}
 	l, err := newLedger("containerd", dir)
 	if err != nil {
 		return nil, err
@@ -252,6 +333,11 @@ func (c *Containerd) start() error {
 		return err
 	}
 	cmd := exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
+	if c.binaries != "" {
+		// Its own shim first: containerd starts containerd-shim-runc-v2 from PATH.
+		cmd.Path = filepath.Join(c.binaries, "containerd")
+		cmd.Env = append(os.Environ(), "PATH="+c.binaries+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Own process group: a Ctrl-C to the test does not reach it first, and
 	// Stop can signal exactly it.
