@@ -49,6 +49,11 @@ type Options struct {
 	MinContainerTTL time.Duration
 	// BeforeKubelet runs on the fresh containerd before the kubelet starts.
 	BeforeKubelet func(*testenv.Containerd) error
+	// ContainerdBinaries runs a containerd 2.x instead of Debian's 1.6
+	// (testenv.ContainerdOptions.Binaries).
+	ContainerdBinaries string
+	// FeatureGates are the kubelet's (testenv.KubeletOptions.FeatureGates).
+	FeatureGates map[string]bool
 }
 
 // Proc is a process the stack started.
@@ -100,7 +105,7 @@ func Start(o Options) (s *Stack, err error) {
 		}
 	}()
 	if s.Containerd, err = testenv.StartContainerdWith(filepath.Join(o.Dir, "containerd"),
-		testenv.ContainerdOptions{PodNetwork: o.Kubelet != ""}); err != nil {
+		testenv.ContainerdOptions{PodNetwork: o.Kubelet != "", Binaries: o.ContainerdBinaries}); err != nil {
 		return nil, err
 	}
 	if o.BeforeKubelet != nil {
@@ -111,7 +116,7 @@ func Start(o Options) (s *Stack, err error) {
 	if o.Kubelet != "" {
 		if s.Kubelet, err = testenv.StartKubelet(testenv.KubeletOptions{
 			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd,
-			MinContainerTTL: o.MinContainerTTL,
+			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.FeatureGates,
 		}); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,9 @@ type KubeletOptions struct {
 	// creates pods through the CRI that the kubelet does not know, and their
 	// containers would otherwise go at the next GC (every minute).
 	MinContainerTTL time.Duration
+	// FeatureGates sets the kubelet's feature gates (featureGates in its
+	// configuration), e.g. CRIListStreaming, EventedPLEG.
+	FeatureGates map[string]bool
 }
 
 // Kubelet is a real kubelet in standalone mode: static pods from a manifest
@@ -61,6 +65,7 @@ type Kubelet struct {
 	logOffset    int64
 	logPartial   string
 	logLines     []LogLine
+	args         []string
 	cmd          *exec.Cmd
 	log          *os.File
 	done         chan struct{}
@@ -147,7 +152,23 @@ evictionHard:
   nodefs.inodesFree: "0%%"
   imagefs.available: "0%%"
 `, "unix://"+o.Runtime.Socket, cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
-		ports[0], ports[1], ports[2])
+		ports[0], ports[1], ports[2]) + featureGates(o.FeatureGates)
+}
+
+func featureGates(gates map[string]bool) string {
+	if len(gates) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(gates))
+	for n := range gates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := "featureGates:\n"
+	for _, n := range names {
+		out += fmt.Sprintf("  %s: %v\n", n, gates[n])
+	}
+	return out
 }
 
 // StartKubelet starts a kubelet on o.Runtime and waits until its PLEG has
@@ -226,7 +247,8 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if o.MinContainerTTL > 0 {
 		args = append(args, "--minimum-container-ttl-duration="+o.MinContainerTTL.String())
 	}
-	if err := k.start(args); err != nil {
+	k.args = args
+	if err := k.start(true); err != nil {
 		return nil, err
 	}
 	// From now on a sysctl that no longer holds the kubelet's value was
@@ -267,12 +289,31 @@ func kubeletCgroupRoot(dir string) string {
 	return fmt.Sprintf("pleg-exporter-test-%08x", crc32.ChecksumIEEE([]byte(dir)))
 }
 
-func (k *Kubelet) start(args []string) error {
+// Restart stops the kubelet process (SIGTERM, as systemd does) and starts
+// it again with the same configuration, leaving its pods and host changes
+// in place. It returns once the new process serves its metrics and
+// /healthz, without waiting for a relist: a kubelet restarted into an
+// overflow never makes one.
+func (k *Kubelet) Restart() error {
+	k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(15 * time.Second):
+		k.cmd.Process.Kill()
+		<-k.done
+	}
+	k.log.Close()
+	return k.start(false)
+}
+
+// start runs the kubelet and waits until it serves /metrics and /healthz,
+// and with waitRelist until its PLEG has relisted once.
+func (k *Kubelet) start(waitRelist bool) error {
 	log, err := os.OpenFile(k.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(k.opts.Binary, args...)
+	cmd := exec.Command(k.opts.Binary, k.args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -295,7 +336,7 @@ func (k *Kubelet) start(args []string) error {
 		default:
 		}
 		if ms, err := k.Metrics(); err == nil {
-			if v, ok := Gauge(ms, "kubelet_pleg_last_seen_seconds", nil); ok && v > 0 {
+			if v, ok := Gauge(ms, "kubelet_pleg_last_seen_seconds", nil); ok && (v > 0 || !waitRelist) {
 				if code, _ := httpGet("http://" + k.HealthzAddr + "/healthz"); code == http.StatusOK {
 					return nil
 				}
