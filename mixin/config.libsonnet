@@ -13,7 +13,9 @@
     showMultiCluster: false,
 
     // The kubelet's PLEG threshold and gRPC receive limit (Go constants in
-    // the kubelet: 3m, 16 MiB). With the EventedPLEG gate the threshold is 10m.
+    // the kubelet: 3m, 16 MiB). The same with the EventedPLEG gate: since
+    // v1.37 the generic relist keeps its 1s period and 3m threshold and the
+    // evented watcher only asks for extra relists (measured on v1.37.2).
     kubeletPlegThresholdSeconds: 180,
     kubeletGrpcLimitBytes: 16777216,
 
@@ -52,6 +54,12 @@
     // into their deadline: each such call stalls a kubelet relist up to 2m.
     plegProbeTimeoutsWindow: '5m',
     plegProbeTimeoutsThreshold: 2,
+
+    // A kubelet whose PLEG never relisted since it started
+    // (kubelet_pleg_last_seen_seconds stays 0): restarted into an overflow,
+    // or started before its runtime answers. It reports "pleg has yet to be
+    // successful" and its node is NotReady from the start.
+    kubeletPlegNeverRelistedFor: '1m',
 
     plegRuntimeDownFor: '30s',
     plegExporterDownFor: '1m',

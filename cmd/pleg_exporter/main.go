@@ -63,7 +63,7 @@ var (
 			Default("10s").Duration()
 	relistTimeout = kingpin.Flag("relist.timeout", "Deadline of each runtime call, as the kubelet's --runtime-request-timeout.").
 			Default("2m").Duration()
-	plegThreshold = kingpin.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m; 10m with the EventedPLEG gate on).").
+	plegThreshold = kingpin.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m, with or without the EventedPLEG gate).").
 			Default("3m").Duration()
 	grpcLimit = kingpin.Flag("pleg.grpc-limit-bytes", "The kubelet's gRPC receive limit that list answers are compared against.").
 			Default(strconv.Itoa(defaultGRPCLimit)).Int64()

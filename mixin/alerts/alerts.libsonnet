@@ -58,33 +58,33 @@
           {
             alert: 'PLEGPayloadNearLimit',
             expr: |||
-              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadWarningRatio)s
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadWarningRatio)s
             ||| % c,
             'for': c.plegPayloadFor,
             labels: { severity: c.warningSeverity },
             annotations: {
-              summary: 'A CRI list answer is approaching the kubelet gRPC limit of 16 MiB.',
-              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit; past it every relist and container GC fails and the node turns NotReady.' % c,
+              summary: 'What the kubelet receives of a CRI list at once is approaching its gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; past it every relist and container GC fails and the node turns NotReady.' % c,
             },
           },
           {
             alert: 'PLEGPayloadNearLimit',
             expr: |||
-              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadCriticalRatio)s
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadCriticalRatio)s
             ||| % c,
             'for': c.plegPayloadFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
-              summary: 'A CRI list answer is within 10% of the kubelet gRPC limit of 16 MiB.',
-              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit; remove exited containers before it crosses.' % c,
+              summary: 'What the kubelet receives of a CRI list at once is within 10% of its gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; remove exited containers before it crosses.' % c,
             },
           },
           {
             alert: 'PLEGPayloadPredictedOverLimit',
             expr: |||
-              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadPredictionMinRatio)s
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadPredictionMinRatio)s
               and
-              predict_linear(instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s}[%(plegPayloadPredictionWindow)s], %(plegPayloadPredictionHorizonHours)d * 3600) >= 1
+              predict_linear(instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s}[%(plegPayloadPredictionWindow)s], %(plegPayloadPredictionHorizonHours)d * 3600) >= 1
             ||| % c,
             'for': c.plegPayloadPredictionFor,
             labels: { severity: c.warningSeverity },
@@ -96,16 +96,26 @@
           {
             alert: 'PLEGPayloadOverLimit',
             expr: |||
-              pleg_relist_payload_bytes{%(plegExporterSelector)s}
-                / ignoring (rpc) group_left ()
-              pleg_relist_payload_limit_bytes{%(plegExporterSelector)s}
+              (
+                (
+                  pleg_relist_stream_message_max_bytes{%(plegExporterSelector)s}
+                    / ignoring (rpc) group_left ()
+                  pleg_relist_payload_limit_bytes{%(plegExporterSelector)s}
+                )
+                  and on (%(clusterLabel)s, %(nodeLabel)s)
+                instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+                or
+                pleg_relist_payload_bytes{%(plegExporterSelector)s}
+                  / ignoring (rpc) group_left ()
+                pleg_relist_payload_limit_bytes{%(plegExporterSelector)s}
+              )
                 >= 1
             ||| % c,
             'for': '0m',
             labels: { severity: c.criticalSeverity },
             annotations: {
-              summary: 'A CRI list answer is larger than the kubelet gRPC limit; the node goes NotReady within 3 minutes.',
-              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizePercentage }} of the kubelet gRPC limit: every kubelet relist and container GC now fails with ResourceExhausted and the node turns NotReady at %(kubeletPlegThresholdSeconds)ds. Cordon the node and remove exited containers.' % c,
+              summary: 'What the kubelet receives of a CRI list at once is larger than its gRPC limit; the node goes NotReady within 3 minutes.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit: every kubelet relist and container GC now fails with ResourceExhausted and the node turns NotReady at %(kubeletPlegThresholdSeconds)ds. Cordon the node and remove exited containers.' % c,
             },
           },
           {
@@ -209,7 +219,7 @@
             labels: { severity: c.warningSeverity },
             annotations: {
               summary: 'The kubelet PLEG has not relisted successfully for a while; the node goes NotReady at the threshold.',
-              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds). Meaningless with the EventedPLEG feature gate on.' % c,
+              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds, with or without the EventedPLEG gate).' % c,
             },
           },
           {
@@ -224,6 +234,18 @@
             annotations: {
               summary: 'The kubelet PLEG has not relisted successfully for half its threshold; the node is about to go NotReady.',
               description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds). Cordon and drain it now.' % c,
+            },
+          },
+          {
+            alert: 'PLEGKubeletNeverRelisted',
+            expr: |||
+              kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} == 0
+            ||| % c,
+            'for': c.kubeletPlegNeverRelistedFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'The kubelet has not relisted once since it started; its node is NotReady.',
+              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} has run for over %(kubeletPlegNeverRelistedFor)s without one successful relist (kubelet_pleg_last_seen_seconds is 0): it reports "pleg has yet to be successful" and the node is NotReady. A kubelet restarted on a node whose list answers passed the limit never relists; restarting it again does not help.' % c,
             },
           },
           {

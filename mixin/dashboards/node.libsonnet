@@ -65,10 +65,11 @@
         ),
         g.timeseries(
           'Payload vs the kubelet limit',
-          'Serialized size of each list answer against the kubelet gRPC receive limit. Past the limit the size comes from the runtime error and the kubelet relist fails every second.',
+          'Serialized size of each list answer against the kubelet gRPC receive limit. Past the limit the size comes from the runtime error and the kubelet relist fails every second, unless the kubelet streams lists (CRIListStreaming) and every stream message stays under the limit: then the largest stream message is what counts.',
           [
             g.target('max by (rpc) (pleg_relist_payload_bytes{%s})' % sel, '{{rpc}}'),
             g.target('max(pleg_relist_payload_limit_bytes{%s})' % sel, 'kubelet limit', refId='B'),
+            g.target('max by (rpc) (pleg_relist_stream_message_max_bytes{%s})' % sel, 'largest stream message {{rpc}}', refId='C'),
           ],
           'bytes',
         ),
@@ -92,6 +93,15 @@
           ],
           's',
           thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
+        ),
+        g.timeseries(
+          'Churn between relists',
+          'Pods and containers (sandboxes included) that appeared, went or changed state between two shadow relists, per second. The kubelet calls GetPodStatus for every changed pod inside its relist: high churn makes its relist slow even when the lists are small (compare the kubelet p99 in Relist duration).',
+          [
+            g.target('sum(rate(pleg_relist_changed_pods_total{%s}[$__rate_interval]))' % sel, 'pods/s'),
+            g.target('sum(rate(pleg_relist_changed_containers_total{%s}[$__rate_interval]))' % sel, 'containers/s', refId='B'),
+          ],
+          'ops',
         ),
         g.timeseries(
           'Relist errors by code',

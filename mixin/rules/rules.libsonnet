@@ -16,6 +16,44 @@
             ||| % c,
           },
           {
+            // 1 where the kubelet lists through CRI list streaming: its
+            // CRIListStreaming gate is on (kubernetes_feature_enabled, from
+            // the kubelet's own /metrics) and the runtime streams.
+            record: 'instance:pleg_kubelet_list_streaming:bool',
+            expr: |||
+              max without (runtime, version, api_version, streaming) (pleg_runtime_info{%(plegExporterSelector)s, streaming="true"})
+                and on (%(clusterLabel)s, %(nodeLabel)s)
+              (kubernetes_feature_enabled{%(kubeletStreamingSelector)s, name="CRIListStreaming"} == 1)
+            ||| % c { kubeletStreamingSelector: if c.kubeletSelector == '' then 'job="kubelet-not-scraped"' else c.kubeletSelector },
+          },
+          {
+            // What the kubelet's relist receives in one message, as a
+            // fraction of its limit: the largest stream message where it
+            // streams, the whole answer everywhere else. This, not the whole
+            // answer, is what fails its relist.
+            record: 'instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit',
+            expr: |||
+              (
+                pleg_relist_stream_message_max_bytes{%(plegExporterSelector)s}
+                  / ignoring (rpc) group_left ()
+                pleg_relist_payload_limit_bytes{%(plegExporterSelector)s}
+              )
+                and on (%(clusterLabel)s, %(nodeLabel)s)
+              instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+              or
+              instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s}
+            ||| % c,
+          },
+          {
+            // Containers and sandboxes (pods) changed between two shadow
+            // relists, per second: each changed pod costs the kubelet's
+            // relist a GetPodStatus.
+            record: 'instance:pleg_relist_changed_pods:rate5m',
+            expr: |||
+              rate(pleg_relist_changed_pods_total{%(plegExporterSelector)s}[5m])
+            ||| % c,
+          },
+          {
             // The larger of the two answers: the one that fails first.
             record: 'instance:pleg_relist_payload_bytes:max_ratio_limit',
             expr: |||
