@@ -54,6 +54,8 @@ type Options struct {
 	ContainerdBinaries string
 	// FeatureGates are the kubelet's (testenv.KubeletOptions.FeatureGates).
 	FeatureGates map[string]bool
+	// KubeletIntoOverflow: see testenv.KubeletOptions.StartIntoOverflow.
+	KubeletIntoOverflow bool
 }
 
 // Proc is a process the stack started.
@@ -98,10 +100,12 @@ func Start(o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{opts: o}
+	st := &Stack{opts: o}
+	s = st
 	defer func() {
+		// On an error s is nil by now: stop what was started through st.
 		if err != nil {
-			s.Stop()
+			st.Stop()
 		}
 	}()
 	if s.Containerd, err = testenv.StartContainerdWith(filepath.Join(o.Dir, "containerd"),
@@ -116,7 +120,7 @@ func Start(o Options) (s *Stack, err error) {
 	if o.Kubelet != "" {
 		if s.Kubelet, err = testenv.StartKubelet(testenv.KubeletOptions{
 			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd,
-			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.FeatureGates,
+			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.FeatureGates, StartIntoOverflow: o.KubeletIntoOverflow,
 		}); err != nil {
 			return nil, err
 		}
@@ -311,10 +315,38 @@ type Sample struct {
 
 // Query runs an instant PromQL query against the stack's Prometheus.
 func (s *Stack) Query(ctx context.Context, q string) ([]Sample, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Prometheus.URL()+"/api/v1/query?query="+url.QueryEscape(q), nil)
+	var out []Sample
+	err := s.api(ctx, "/api/v1/query?query="+url.QueryEscape(q), &out)
+	return out, err
+}
+
+// QueryAt runs an instant query at a past time.
+func (s *Stack) QueryAt(ctx context.Context, q string, at time.Time) ([]Sample, error) {
+	var out []Sample
+	err := s.api(ctx, fmt.Sprintf("/api/v1/query?query=%s&time=%.3f", url.QueryEscape(q), float64(at.UnixMilli())/1000), &out)
+	return out, err
+}
+
+// Series is one series of a range query: [unix seconds, "value"] pairs.
+type Series struct {
+	Metric map[string]string `json:"metric"`
+	Values [][2]any          `json:"values"`
+}
+
+// QueryRange runs a range query.
+func (s *Stack) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
+	var out []Series
+	err := s.api(ctx, fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=%d",
+		url.QueryEscape(q), start.Unix(), end.Unix(), int(step.Seconds())), &out)
+	return out, err
+}
+
+// api calls Prometheus's HTTP API and decodes the result into out.
+func (s *Stack) api(ctx context.Context, path string, out any) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Prometheus.URL()+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -326,19 +358,18 @@ func (s *Stack) Query(ctx context.Context, q string) ([]Sample, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
+		return err
 	}
 	if body.Status != "success" {
-		return nil, errors.New(body.Error)
+		return errors.New(body.Error)
 	}
 	if body.Data.ResultType == "scalar" {
-		return []Sample{{}}, nil
+		if p, ok := out.(*[]Sample); ok {
+			*p = []Sample{{}}
+		}
+		return nil
 	}
-	var out []Sample
-	if err := json.Unmarshal(body.Data.Result, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return json.Unmarshal(body.Data.Result, out)
 }
 
 func lastLines(s string, n int) string {

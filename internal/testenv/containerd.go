@@ -37,6 +37,10 @@ type Containerd struct {
 	// Bridge and Subnet are the pod network (ContainerdOptions.PodNetwork).
 	Bridge string
 	Subnet string
+	// SkipPodRemoval makes Stop kill the daemon and its shims without
+	// removing every pod through the CRI first (thousands of containers
+	// take minutes to remove one by one; the directory goes anyway).
+	SkipPodRemoval bool
 	// binaries is ContainerdOptions.Binaries.
 	binaries string
 	ledger   *ledger
@@ -332,6 +336,7 @@ func (c *Containerd) start() error {
 	if err != nil {
 		return err
 	}
+	raiseFileLimit()
 	cmd := exec.Command("containerd", "--config", filepath.Join(c.Dir, "config.toml"))
 	if c.binaries != "" {
 		// Its own shim first: containerd starts containerd-shim-runc-v2 from PATH.
@@ -361,6 +366,24 @@ func (c *Containerd) start() error {
 		return fmt.Errorf("%w; log: %s", err, tail(filepath.Join(c.Dir, "containerd.log")))
 	}
 	return nil
+}
+
+// raiseFileLimit gives the daemons the harness starts the open-file limit
+// their systemd units give them (containerd.service: LimitNOFILE=infinity).
+// containerd holds two FIFOs open for every container it has created, so a
+// node of thousands of never-started containers needs it. Setting the limit
+// here also keeps Go from handing children its original soft limit.
+func raiseFileLimit() {
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil || lim.Cur >= 1<<20 {
+		return
+	}
+	want := syscall.Rlimit{Cur: 1 << 20, Max: max(lim.Max, 1<<20)}
+	if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want) != nil {
+		want.Cur = lim.Max
+		want.Max = lim.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want)
+	}
 }
 
 func (c *Containerd) waitReady(timeout time.Duration) error {
@@ -435,9 +458,11 @@ func (c *Containerd) kill() {
 func (c *Containerd) Stop() error {
 	if c.cmd != nil {
 		c.cmd.Process.Signal(syscall.SIGCONT)
-		if cc, err := c.Dial(256 << 20); err == nil {
-			removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
-			cc.Close()
+		if !c.SkipPodRemoval {
+			if cc, err := c.Dial(256 << 20); err == nil {
+				removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
+				cc.Close()
+			}
 		}
 		c.Terminate()
 	}

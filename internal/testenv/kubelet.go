@@ -48,6 +48,10 @@ type KubeletOptions struct {
 	// FeatureGates sets the kubelet's feature gates (featureGates in its
 	// configuration), e.g. CRIListStreaming, EventedPLEG.
 	FeatureGates map[string]bool
+	// StartIntoOverflow returns as soon as the kubelet serves /metrics and
+	// /healthz, without waiting for a relist: one started on a node whose
+	// lists are past the limit never makes one.
+	StartIntoOverflow bool
 }
 
 // Kubelet is a real kubelet in standalone mode: static pods from a manifest
@@ -248,7 +252,7 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 		args = append(args, "--minimum-container-ttl-duration="+o.MinContainerTTL.String())
 	}
 	k.args = args
-	if err := k.start(true); err != nil {
+	if err := k.start(!o.StartIntoOverflow); err != nil {
 		return nil, err
 	}
 	// From now on a sysctl that no longer holds the kubelet's value was
@@ -376,7 +380,7 @@ func (k *Kubelet) Stop() error {
 		}
 		k.log.Close()
 	}
-	if c := k.opts.Runtime; c != nil && c.cmd != nil {
+	if c := k.opts.Runtime; c != nil && c.cmd != nil && !c.SkipPodRemoval {
 		if cc, err := c.Dial(256 << 20); err == nil {
 			removeAllPods(runtimeapi.NewRuntimeServiceClient(cc))
 			cc.Close()

@@ -76,6 +76,22 @@ func (k *PodClient) NewSandbox(ctx context.Context, pod *Pod) (*Pod, error) {
 	return &Pod{ID: resp.GetPodSandboxId(), Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, config: cfg}, nil
 }
 
+// ExistingPod is a host-network sandbox someone else made (the kubelet's
+// own static pods), for CreateContainer: containers go in with its pod's
+// identity and no log directory.
+func ExistingPod(s *runtimeapi.PodSandbox) *Pod {
+	md := s.GetMetadata()
+	return &Pod{ID: s.GetId(), Name: md.GetName(), Namespace: md.GetNamespace(), UID: md.GetUid(), config: &runtimeapi.PodSandboxConfig{
+		Metadata: proto.Clone(md).(*runtimeapi.PodSandboxMetadata),
+		Labels:   s.GetLabels(),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+			},
+		},
+	}}
+}
+
 // ContainerSpec says what to run and how far to take it.
 type ContainerSpec struct {
 	Name    string
