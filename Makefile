@@ -147,6 +147,14 @@ $(KUBELET):
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)
 
+## record-streaming: the long real-kubelet run on containerd 2.4 with CRIListStreaming (5500 more containers,
+## about 15 minutes; root), rewriting the promtool test of its recorded series.
+.PHONY: record-streaming
+record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
+	CI=1 PLEG_E2E_LONG=1 RECORD_SERIES=$(CURDIR)/mixin/tests/recorded_streaming_test.yaml \
+		KUBELET=$(CURDIR)/$(KUBELET) CONTAINERD2=$(CURDIR)/$(CONTAINERD2) \
+		$(GO) test -count=1 -v -timeout 40m -run TestKubeletStreaming ./internal/e2e
+
 ## bench: benchmarks at 1k/10k/100k containers; writes docs/benchmarks.md and docs/benchmarks.png.
 
 .PHONY: bench
