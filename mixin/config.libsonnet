@@ -60,6 +60,9 @@
     // or started before its runtime answers. It reports "pleg has yet to be
     // successful" and its node is NotReady from the start.
     kubeletPlegNeverRelistedFor: '1m',
+    // How long the kubelet's last CRIListStreaming gate value counts after
+    // its series goes (a failed scrape, a restart).
+    kubeletStreamingGateHold: '10m',
 
     plegRuntimeDownFor: '30s',
     plegExporterDownFor: '1m',

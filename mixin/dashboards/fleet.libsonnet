@@ -29,8 +29,8 @@
         ),
         g.stat(
           'Nodes past the limit',
-          'Nodes where a list answer is larger than the kubelet gRPC limit: their kubelet cannot relist and they go NotReady.',
-          [g.target('count(instance:pleg_relist_payload_bytes:max_ratio_limit{%s} >= 1) or vector(0)' % sel, instant=true)],
+          'Nodes where what the kubelet receives of a list at once (the whole answer, or the largest stream message where it streams lists) is larger than its gRPC limit: their kubelet cannot relist and they go NotReady.',
+          [g.target('count(instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s} >= 1) or vector(0)' % sel, instant=true)],
           'none',
           thresholdSteps=[[1, 'red']],
         ),
@@ -45,7 +45,7 @@
           'Nodes by risk',
           'Every node, worst payload first. Colours change at the alert thresholds. Open the node dashboard for the one at the top.',
           [
-            g.target('max by (%s) (instance:pleg_relist_payload_bytes:max_ratio_limit{%s})' % [by, sel], instant=true, format='table', refId='A'),
+            g.target('max by (%s) (instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s})' % [by, sel], instant=true, format='table', refId='A'),
             g.target('max by (%s) (pleg_last_seen_seconds{%s})' % [by, sel], instant=true, format='table', refId='B'),
             g.target('max by (%s) (pleg_relist_duration_seconds{%s})' % [by, sel], instant=true, format='table', refId='C'),
             g.target('max by (%s) (instance:pleg_containers_exited_unknown:sum{%s})' % [by, sel], instant=true, format='table', refId='D'),
@@ -59,8 +59,8 @@
         ),
         g.timeseries(
           'Payload of the limit, top 10 nodes',
-          'The larger list answer of each node as a fraction of the kubelet gRPC limit.',
-          [g.target('topk(10, max by (%s) (instance:pleg_relist_payload_bytes:max_ratio_limit{%s}))' % [by, sel], '{{%s}}' % by)],
+          'What the kubelet of each node receives of its larger list at once (the largest stream message where it streams lists), as a fraction of its gRPC limit.',
+          [g.target('topk(10, max by (%s) (instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s}))' % [by, sel], '{{%s}}' % by)],
           'percentunit',
           thresholdSteps=[[c.plegPayloadWarningRatio, 'orange'], [c.plegPayloadCriticalRatio, 'red']],
         ),

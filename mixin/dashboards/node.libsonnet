@@ -27,8 +27,8 @@
         ),
         g.stat(
           'Payload of the limit',
-          'The larger list answer as a fraction of the kubelet gRPC limit (16 MiB). Past 100% every relist and container GC fails. Remove exited containers before it gets there (see the runbook).',
-          [g.target('max(instance:pleg_relist_payload_bytes:max_ratio_limit{%s})' % sel, instant=true)],
+          'What the kubelet receives of the larger list at once (the whole answer; the largest stream message where it streams lists) as a fraction of its gRPC limit (16 MiB). Past 100% every relist and container GC fails. Remove exited containers before it gets there (see the runbook).',
+          [g.target('max(instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s})' % sel, instant=true)],
           'percentunit',
           thresholdSteps=[[c.plegPayloadWarningRatio, 'orange'], [c.plegPayloadCriticalRatio, 'red']],
         ),

@@ -18,12 +18,15 @@
           {
             // 1 where the kubelet lists through CRI list streaming: its
             // CRIListStreaming gate is on (kubernetes_feature_enabled, from
-            // the kubelet's own /metrics) and the runtime streams.
+            // the kubelet's own /metrics) and the runtime streams. The gate's
+            // last value holds through a failed scrape or a kubelet restart
+            // (kubeletStreamingGateHold): a gap must not switch the node to
+            // the whole answer and page it at once.
             record: 'instance:pleg_kubelet_list_streaming:bool',
             expr: |||
               max without (runtime, version, api_version, streaming) (pleg_runtime_info{%(plegExporterSelector)s, streaming="true"})
                 and on (%(clusterLabel)s, %(nodeLabel)s)
-              (kubernetes_feature_enabled{%(kubeletStreamingSelector)s, name="CRIListStreaming"} == 1)
+              (last_over_time(kubernetes_feature_enabled{%(kubeletStreamingSelector)s, name="CRIListStreaming"}[%(kubeletStreamingGateHold)s]) == 1)
             ||| % c { kubeletStreamingSelector: if c.kubeletSelector == '' then 'job="kubelet-not-scraped"' else c.kubeletSelector },
           },
           {
@@ -42,6 +45,14 @@
               instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
               or
               instance_rpc:pleg_relist_payload_bytes:ratio_limit{%(plegExporterSelector)s}
+            ||| % c,
+          },
+          {
+            // The larger of the two, as the kubelet receives them: what the
+            // dashboards show against the limit.
+            record: 'instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit',
+            expr: |||
+              max without (rpc) (instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s})
             ||| % c,
           },
           {
