@@ -319,8 +319,9 @@ func (c *Client) listContainersAnyway(ctx context.Context, sandboxIDs []string, 
 
 // streamBound fills in StreamMessageBytes of a list whose unary call
 // returned: its own size within the kubelet's limit, else measured on a
-// count-only stream. A list too large to send is measured by the fallback's
-// stream instead.
+// count-only stream (not in the relist's duration: the kubelet would not
+// make it). A list too large to send is measured by the fallback's stream
+// instead.
 func (c *Client) streamBound(ctx context.Context, call listCall, filter proto.Message, rpc string, err error, l *Listing) {
 	st, ok := l.RPCs[rpc]
 	if !ok || err != nil || !st.PayloadKnown {
@@ -336,6 +337,7 @@ func (c *Client) streamBound(ctx context.Context, call listCall, filter proto.Me
 	s := &listSummary{onItem: func(*Item) {}}
 	serr := c.streamAll(sctx, call, filter, s)
 	streamMeasured(l, rpc, s.MaxMessage, serr)
+	c.streamFailed(serr)
 }
 
 // streamMeasured records the largest message of a stream: the largest read
