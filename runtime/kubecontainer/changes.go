@@ -1,5 +1,7 @@
 package kubecontainer
 
+import runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 // Churn, as the kubelet's relist meets it. Every relist the PLEG compares
 // each container's and sandbox's state with the previous relist's, and for
 // every pod with a change (a container or sandbox that appeared, changed
@@ -21,7 +23,7 @@ type Changes struct {
 }
 
 type itemState struct {
-	pod     uint64
+	pod     uint64 // a container's sandbox id hash until End resolves it
 	state   int32
 	sandbox bool
 }
@@ -63,15 +65,16 @@ func (c *Changes) Sandbox(id, podUID []byte, state int32) {
 }
 
 // Container records a listed container of the sandbox sandboxID. Its pod is
-// that sandbox's; a container whose sandbox was not listed counts as a pod
-// of its own sandbox id.
+// that sandbox's, resolved at End (the sandboxes may be listed after the
+// containers when their list needed the fallback); a container whose
+// sandbox was not listed counts as a pod of its own sandbox id. Created and
+// unknown are one state, as in the kubelet's PLEG (its convertState): a
+// container going from one to the other is no change.
 func (c *Changes) Container(id, sandboxID []byte, state int32) {
-	sb := Hash(sandboxID)
-	pod, ok := c.sandboxPod[sb]
-	if !ok {
-		pod = sb
+	if state == int32(runtimeapi.ContainerState_CONTAINER_CREATED) {
+		state = int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN)
 	}
-	c.next[Hash(id)] = itemState{pod: pod, state: state}
+	c.next[Hash(id)] = itemState{pod: Hash(sandboxID), state: state}
 }
 
 // ResetSandboxes and ResetContainers forget what a listing that broke half
@@ -102,6 +105,12 @@ func (c *Changes) ResetContainers() {
 func (c *Changes) End(complete bool) (items, pods int, ok bool) {
 	if !complete {
 		return 0, 0, false
+	}
+	for h, st := range c.next {
+		if pod, ok := c.sandboxPod[st.pod]; ok && !st.sandbox {
+			st.pod = pod
+			c.next[h] = st
+		}
 	}
 	if c.havePrevious {
 		clear(c.pods)

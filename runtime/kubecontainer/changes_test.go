@@ -55,3 +55,32 @@ func TestChanges(t *testing.T) {
 		t.Errorf("after resets: items %d pods %d ok %v, want no change", items, pods, ok)
 	}
 }
+
+// The containers may be listed before the sandboxes (the sandbox list
+// needed the fallback): a changed container still counts in its pod, once
+// with its sandbox. A container going from created to unknown is no change
+// to the kubelet's PLEG, which folds the two.
+func TestChangesOrderAndCreatedUnknown(t *testing.T) {
+	const created, running, unknown = 0, 1, 3
+	c := NewChanges()
+	relist := func(sandboxFirst bool, sbState, c1, c2 int32) (int, int, bool) {
+		c.Begin()
+		sb := func() { c.Sandbox([]byte("sb1"), []byte("uid-a"), sbState) }
+		if sandboxFirst {
+			sb()
+		}
+		c.Container([]byte("c1"), []byte("sb1"), c1)
+		c.Container([]byte("c2"), []byte("sb1"), c2)
+		if !sandboxFirst {
+			sb()
+		}
+		return c.End(true)
+	}
+	relist(true, 0, running, created)
+	if items, pods, ok := relist(false, 1, 2, unknown); !ok || items != 2 || pods != 1 {
+		t.Errorf("sandbox listed last, it and c1 changed, c2 created → unknown: items %d pods %d ok %v, want 2 items in 1 pod", items, pods, ok)
+	}
+	if items, pods, ok := relist(true, 1, 2, created); !ok || items != 0 || pods != 0 {
+		t.Errorf("c2 unknown → created: items %d pods %d ok %v, want no change", items, pods, ok)
+	}
+}
