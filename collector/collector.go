@@ -54,6 +54,9 @@ var (
 	lastSeenDesc = prometheus.NewDesc("pleg_last_seen_seconds",
 		"Seconds since the start of the latest relist the kubelet would have accepted (the kubelet's 'pleg was last seen active … ago'), computed at scrape time; relists run in the background, so this keeps growing while the runtime hangs. Counts from exporter start-up until the first success.",
 		nil, nil)
+	streamLastSeenDesc = prometheus.NewDesc("pleg_streaming_last_seen_seconds",
+		"pleg_last_seen_seconds for a kubelet with the CRIListStreaming gate: seconds since the start of the latest relist it would have accepted, which includes relists whose whole answer passes the payload limit while every streamed message fits. Only for runtimes that stream.",
+		nil, nil)
 	thresholdDesc = prometheus.NewDesc("pleg_relist_threshold_seconds",
 		"The kubelet's PLEG threshold: when pleg_last_seen_seconds passes it the node turns NotReady.",
 		nil, nil)
@@ -181,7 +184,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{containersDesc, dockerContainersDesc, dockerUpDesc, sandboxesDesc,
 		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, thresholdDesc, upDesc,
 		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc,
-		streamMessageDesc} {
+		streamMessageDesc, streamLastSeenDesc} {
 		ch <- d
 	}
 	c.latency.Describe(ch)
@@ -224,6 +227,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			streaming = "unknown"
 		}
 		gauge(infoDesc, 1, st.Info.Runtime, st.Info.Version, st.Info.APIVersion, streaming)
+		if streaming == "true" {
+			gauge(streamLastSeenDesc, c.cfg.Now().Sub(st.StreamLastSeen).Seconds())
+		}
 	}
 
 	up, fallback, fallbackDur := 0.0, 0.0, 0.0

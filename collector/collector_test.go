@@ -179,6 +179,7 @@ func TestGoldenStreaming(t *testing.T) {
 		st.StreamMessageBytes, st.StreamKnown = 11711265, true
 		s.RPCs[RPCListContainers] = st
 		s.ChangedItems, s.ChangedPods, s.ChangesKnown = items, pods, true
+		s.StreamAccepted = true
 		return s
 	}
 	rt := &stubRuntime{
@@ -191,6 +192,13 @@ func TestGoldenStreaming(t *testing.T) {
 	}
 	now = t0.Add(25 * time.Second)
 	compareGolden(t, reg, "metrics-streaming.prom")
+	// A unary kubelet last relisted at the start, a streaming one 5 s ago.
+	if got := testutil.ToFloat64(gaugeOf(t, reg, "pleg_last_seen_seconds")); got != 25 {
+		t.Errorf("last seen = %v, want 25", got)
+	}
+	if got := testutil.ToFloat64(gaugeOf(t, reg, "pleg_streaming_last_seen_seconds")); got != 5 {
+		t.Errorf("streaming last seen = %v, want 5 (the last streamed relist that fits)", got)
+	}
 }
 
 // A runtime that never answered: up 0, no counts, age from start-up.

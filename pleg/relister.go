@@ -61,6 +61,7 @@ type Relister struct {
 	last        *kubecontainer.Snapshot // latest finished relist
 	counted     *kubecontainer.Snapshot // latest relist with exact counts
 	lastSeen    time.Time               // start of the latest relist the kubelet would have accepted
+	streamSeen  time.Time               // the same for a kubelet that streams lists
 	info        kubecontainer.Info
 	infoKnown   bool
 	relists     uint64
@@ -94,6 +95,7 @@ func NewRelister(rt kubecontainer.Runtime, cfg Config, obs Observer, logger *slo
 		probeWarned: map[string]time.Time{},
 	}
 	r.lastSeen = r.now()
+	r.streamSeen = r.lastSeen
 	obs.Observe(r.State())
 	return r
 }
@@ -192,6 +194,9 @@ func (r *Relister) record(snap *kubecontainer.Snapshot) {
 	if snap.Counted {
 		r.counted = snap
 	}
+	if snap.Err == nil || snap.StreamAccepted {
+		r.streamSeen = snap.Start
+	}
 	if snap.Err == nil {
 		r.lastSeen = snap.Start
 	} else {
@@ -242,13 +247,15 @@ func sum(m map[string]int) int {
 
 // State is a consistent read of the relister.
 type State struct {
-	Last      *kubecontainer.Snapshot // nil before the first relist finished
-	Counted   *kubecontainer.Snapshot // nil until a relist produced counts
-	LastSeen  time.Time
-	Info      kubecontainer.Info
-	InfoKnown bool
-	Relists   uint64
-	Errors    map[string]uint64
+	Last     *kubecontainer.Snapshot // nil before the first relist finished
+	Counted  *kubecontainer.Snapshot // nil until a relist produced counts
+	LastSeen time.Time
+	// StreamLastSeen is LastSeen for a kubelet that streams lists.
+	StreamLastSeen time.Time
+	Info           kubecontainer.Info
+	InfoKnown      bool
+	Relists        uint64
+	Errors         map[string]uint64
 }
 
 // State returns a copy of the relister's state.
@@ -260,7 +267,7 @@ func (r *Relister) State() State {
 		errs[k] = v
 	}
 	return State{
-		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen,
+		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, StreamLastSeen: r.streamSeen,
 		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
 	}
 }

@@ -10,7 +10,7 @@
           {
             alert: 'PLEGRelistStalled',
             expr: |||
-              pleg_last_seen_seconds{%(plegExporterSelector)s} > %(plegStallWarningSeconds)d
+              instance:pleg_last_seen_seconds:kubelet_view{%(plegExporterSelector)s} > %(plegStallWarningSeconds)d
             ||| % c,
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
@@ -22,7 +22,7 @@
           {
             alert: 'PLEGRelistStalled',
             expr: |||
-              pleg_last_seen_seconds{%(plegExporterSelector)s} > %(plegStallCriticalSeconds)d
+              instance:pleg_last_seen_seconds:kubelet_view{%(plegExporterSelector)s} > %(plegStallCriticalSeconds)d
             ||| % c,
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },

@@ -37,7 +37,7 @@
         g.stat(
           'Worst last seen',
           'The largest relist age in the fleet; at %(kubeletPlegThresholdSeconds)ds a node turns NotReady.' % c,
-          [g.target('max(pleg_last_seen_seconds{%s})' % sel, instant=true)],
+          [g.target('max(instance:pleg_last_seen_seconds:kubelet_view{%s})' % sel, instant=true)],
           's',
           thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
         ),
@@ -46,7 +46,7 @@
           'Every node, worst payload first. Colours change at the alert thresholds. Open the node dashboard for the one at the top.',
           [
             g.target('max by (%s) (instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s})' % [by, sel], instant=true, format='table', refId='A'),
-            g.target('max by (%s) (pleg_last_seen_seconds{%s})' % [by, sel], instant=true, format='table', refId='B'),
+            g.target('max by (%s) (instance:pleg_last_seen_seconds:kubelet_view{%s})' % [by, sel], instant=true, format='table', refId='B'),
             g.target('max by (%s) (pleg_relist_duration_seconds{%s})' % [by, sel], instant=true, format='table', refId='C'),
             g.target('max by (%s) (instance:pleg_containers_exited_unknown:sum{%s})' % [by, sel], instant=true, format='table', refId='D'),
           ],
@@ -67,7 +67,7 @@
         g.timeseries(
           'Last seen, top 10 nodes',
           'Relist age of the worst nodes against the alert thresholds.',
-          [g.target('topk(10, max by (%s) (pleg_last_seen_seconds{%s}))' % [by, sel], '{{%s}}' % by)],
+          [g.target('topk(10, max by (%s) (instance:pleg_last_seen_seconds:kubelet_view{%s}))' % [by, sel], '{{%s}}' % by)],
           's',
           thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
         ),

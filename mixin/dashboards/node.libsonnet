@@ -21,7 +21,7 @@
         g.stat(
           'Last seen active',
           'Seconds since the start of the last relist the kubelet would accept. At %(kubeletPlegThresholdSeconds)ds the node turns NotReady ("PLEG is not healthy"). Orange and red are the alert thresholds: cordon and drain at red.' % c,
-          [g.target('max(pleg_last_seen_seconds{%s})' % sel, instant=true)],
+          [g.target('max(instance:pleg_last_seen_seconds:kubelet_view{%s})' % sel, instant=true)],
           's',
           thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
         ),
@@ -87,7 +87,7 @@
           'Last seen vs threshold',
           'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval.',
           [
-            g.target('max(pleg_last_seen_seconds{%s})' % sel, 'shadow relist'),
+            g.target('max(instance:pleg_last_seen_seconds:kubelet_view{%s})' % sel, 'shadow relist'),
             g.target('max(time() - kubelet_pleg_last_seen_seconds{%s} and kubelet_pleg_last_seen_seconds{%s} > 0)' % [ksel, ksel], 'kubelet', refId='B'),
             g.target('max(pleg_relist_threshold_seconds{%s})' % sel, 'threshold', refId='C'),
           ],

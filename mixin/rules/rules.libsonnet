@@ -48,6 +48,19 @@
             ||| % c,
           },
           {
+            // The relist age as the kubelet meets it: where it streams lists
+            // a relist whose whole answer is past the limit but whose every
+            // message fits is one it accepts (pleg_streaming_last_seen_seconds).
+            record: 'instance:pleg_last_seen_seconds:kubelet_view',
+            expr: |||
+              pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
+                and on (%(clusterLabel)s, %(nodeLabel)s)
+              instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+              or
+              pleg_last_seen_seconds{%(plegExporterSelector)s}
+            ||| % c,
+          },
+          {
             // The larger of the two, as the kubelet receives them: what the
             // dashboards show against the limit.
             record: 'instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit',
@@ -94,7 +107,7 @@
             // How far the relist age is towards the kubelet's threshold.
             record: 'instance:pleg_last_seen_seconds:ratio_threshold',
             expr: |||
-              pleg_last_seen_seconds{%(plegExporterSelector)s}
+              instance:pleg_last_seen_seconds:kubelet_view{%(plegExporterSelector)s}
                 /
               pleg_relist_threshold_seconds{%(plegExporterSelector)s}
             ||| % c,

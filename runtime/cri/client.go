@@ -257,6 +257,7 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	// A listing without unknown containers (cri-dockerd's fallback) would
 	// count them all as gone: not compared.
 	snap.ChangedItems, snap.ChangedPods, snap.ChangesKnown = ch.End(snap.Counted && !l.ContainersIncomplete)
+	snap.StreamAccepted = c.streamAccepted(snap)
 	if probes {
 		// The candidates come from whatever listed the items, the fallback
 		// included: past the limit is when the hanging sandboxes pile up. A
@@ -269,6 +270,26 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 		c.mu.Unlock()
 	}
 	return snap
+}
+
+// streamAccepted tells whether a kubelet that streams lists would have
+// accepted the relist: it failed only because a whole answer was past the
+// kubelet's limit, the items were all counted, and every message of both
+// lists, streamed, fits.
+func (c *Client) streamAccepted(snap *kubecontainer.Snapshot) bool {
+	if snap.Err == nil {
+		return true
+	}
+	if !c.streams() || !tooLarge(snap.Err) || !snap.Counted || snap.ContainersIncomplete {
+		return false
+	}
+	for _, rpc := range []string{kubecontainer.RPCListPodSandbox, kubecontainer.RPCListContainers} {
+		st, ok := snap.RPCs[rpc]
+		if !ok || !st.StreamKnown || st.StreamMessageBytes > int64(c.kubeletLimit()) {
+			return false
+		}
+	}
+	return true
 }
 
 func rpcStat(d time.Duration, size int64, err error) kubecontainer.RPCStat {

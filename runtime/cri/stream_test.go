@@ -41,6 +41,9 @@ func TestStreamMessageBytes(t *testing.T) {
 		if ct.PayloadBytes != int64(whole) {
 			t.Errorf("streaming=%v: payload %d, want the whole answer %d", streaming, ct.PayloadBytes, whole)
 		}
+		if snap.StreamAccepted != streaming {
+			t.Errorf("streaming=%v: a streaming kubelet would accept the relist: %v", streaming, snap.StreamAccepted)
+		}
 		if !streaming {
 			if ct.StreamKnown || sb.StreamKnown {
 				t.Errorf("a runtime that does not stream has a stream message size: %+v %+v", ct, sb)
@@ -78,6 +81,9 @@ func TestStreamMessageBytes(t *testing.T) {
 	if ct := snap.RPCs[kubecontainer.RPCListContainers]; !snap.Counted || ct.StreamMessageBytes != int64(first) {
 		t.Errorf("a message past the limit: counted %v, largest message %d (known %v), want the refused one's %d",
 			snap.Counted, ct.StreamMessageBytes, ct.StreamKnown, first)
+	}
+	if snap.StreamAccepted {
+		t.Error("a message past the limit: a streaming kubelet would accept the relist")
 	}
 }
 

@@ -121,6 +121,12 @@ type Snapshot struct {
 	// Err is the error the kubelet's own relist would have seen: nil when
 	// both unfiltered lists returned within the payload limit.
 	Err error
+
+	// StreamAccepted is true when a kubelet with the CRIListStreaming gate
+	// would have accepted this relist: Err is nil, or the only trouble was
+	// a whole answer past the limit while every message of both lists
+	// streamed fits it.
+	StreamAccepted bool
 }
 
 // NewSnapshot returns an empty snapshot with zeroed counts for every state.
