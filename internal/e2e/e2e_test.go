@@ -155,21 +155,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}()
 	t.Logf("stack with kubelet %s up in %s", testenv.KubeletVersion, time.Since(t0).Round(time.Second))
-	// Every wait ends 3 minutes before go test's own deadline, which would
-	// panic past the deferred teardown (the next run would clean up, but
-	// this one should).
-	deadline, ok := t.Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Minute)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-3*time.Minute))
-	defer cancel()
-	cc, err := st.Containerd.Dial(256 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	rs := runtimeapi.NewRuntimeServiceClient(cc)
+	ctx, rs := runtimeClient(t, st)
 	pc := &testenv.PodClient{RS: rs, LogDir: filepath.Join(dir, "pod-logs")}
 	if err := startStaticPods(ctx, st, rs); err != nil {
 		t.Fatal(err)
@@ -359,4 +345,24 @@ func plegAlert(name string) func(event) bool {
 	return func(e event) bool {
 		return e.status == "firing" && strings.HasPrefix(e.labels["alertname"], name)
 	}
+}
+
+// runtimeClient is a CRI client of the stack's containerd, closed when the
+// test ends, and the test's context: every wait ends 3 minutes before go
+// test's own deadline, which would panic past the deferred teardown (the
+// next run would clean up, but this one should).
+func runtimeClient(t *testing.T, st *stack.Stack) (context.Context, runtimeapi.RuntimeServiceClient) {
+	t.Helper()
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-3*time.Minute))
+	t.Cleanup(cancel)
+	cc, err := st.Containerd.Dial(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return ctx, runtimeapi.NewRuntimeServiceClient(cc)
 }

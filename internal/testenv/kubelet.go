@@ -299,6 +299,13 @@ func kubeletCgroupRoot(dir string) string {
 // /healthz, without waiting for a relist: a kubelet restarted into an
 // overflow never makes one.
 func (k *Kubelet) Restart() error {
+	k.terminate()
+	return k.start(false)
+}
+
+// terminate stops the kubelet process (SIGTERM, SIGKILL after 15 s) and
+// closes its log.
+func (k *Kubelet) terminate() {
 	k.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-k.done:
@@ -307,7 +314,6 @@ func (k *Kubelet) Restart() error {
 		<-k.done
 	}
 	k.log.Close()
-	return k.start(false)
 }
 
 // start runs the kubelet and waits until it serves /metrics and /healthz,
@@ -371,14 +377,7 @@ func (k *Kubelet) Exited() bool {
 // mount of its root dir, its cgroup tree, the sysctls; then its directory.
 func (k *Kubelet) Stop() error {
 	if k.cmd != nil {
-		k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-k.done:
-		case <-time.After(15 * time.Second):
-			k.cmd.Process.Kill()
-			<-k.done
-		}
-		k.log.Close()
+		k.terminate()
 	}
 	if c := k.opts.Runtime; c != nil && c.cmd != nil && !c.SkipPodRemoval {
 		if cc, err := c.Dial(256 << 20); err == nil {
