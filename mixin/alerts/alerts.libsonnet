@@ -10,7 +10,14 @@
           {
             alert: 'PLEGRelistStalled',
             expr: |||
-              instance:pleg_last_seen_seconds:kubelet_view{%(plegExporterSelector)s} > %(plegStallWarningSeconds)d
+              (
+                pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
+                  and on (%(clusterLabel)s, %(nodeLabel)s)
+                instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+                or
+                pleg_last_seen_seconds{%(plegExporterSelector)s}
+              )
+                > %(plegStallWarningSeconds)d
             ||| % c,
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
@@ -22,7 +29,14 @@
           {
             alert: 'PLEGRelistStalled',
             expr: |||
-              instance:pleg_last_seen_seconds:kubelet_view{%(plegExporterSelector)s} > %(plegStallCriticalSeconds)d
+              (
+                pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
+                  and on (%(clusterLabel)s, %(nodeLabel)s)
+                instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+                or
+                pleg_last_seen_seconds{%(plegExporterSelector)s}
+              )
+                > %(plegStallCriticalSeconds)d
             ||| % c,
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },

@@ -51,6 +51,8 @@
             // The relist age as the kubelet meets it: where it streams lists
             // a relist whose whole answer is past the limit but whose every
             // message fits is one it accepts (pleg_streaming_last_seen_seconds).
+            // PLEGRelistStalled has the same expression inline: through this
+            // rule it would fire an evaluation later, lead time it lacks.
             record: 'instance:pleg_last_seen_seconds:kubelet_view',
             expr: |||
               pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
