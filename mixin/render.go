@@ -42,6 +42,14 @@ std.manifestYamlDoc({
 		return nil, fmt.Errorf("render PrometheusRule: %w", err)
 	}
 	out["deploy/kubernetes/base/prometheusrule.yaml"] = []byte(header + rule)
+	// The Helm chart's PrometheusRule spec: the same groups, read verbatim by
+	// .Files.Get (the alerts' {{ $labels }} are not Helm's templates).
+	groups, err := vm.EvaluateAnonymousSnippet("helm-rules", `local m = import "mixin.libsonnet";
+std.manifestYamlDoc({ groups: m.prometheusRules.groups + m.prometheusAlerts.groups }, indent_array_in_object=true, quote_keys=false)`)
+	if err != nil {
+		return nil, fmt.Errorf("render the chart's rules: %w", err)
+	}
+	out["deploy/helm/pleg-exporter/files/prometheus-rules.yaml"] = []byte(header + groups)
 	dashboards, err := vm.EvaluateAnonymousSnippet("dashboards",
 		`local d = (import "mixin.libsonnet").grafanaDashboards; std.manifestJsonEx({ [k]: std.manifestJsonEx(d[k], '  ') for k in std.objectFields(d) }, '')`)
 	if err != nil {
