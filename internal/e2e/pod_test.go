@@ -66,13 +66,14 @@ func exporterPod(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimea
 	}
 	c := ds.Spec.Template.Spec.Containers[0]
 	t0 := time.Now()
-	if err := testenv.BuildProjectImage(ctx, st.Dockerd, repo, c.Image); err != nil {
+	how, err := testenv.ProjectImage(ctx, st.Dockerd, repo, c.Image, true)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := testenv.CopyImage(ctx, st.Dockerd, st.Containerd, c.Image); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("exporter as a pod: image %s built FROM scratch and loaded into the private containerd in %s", c.Image, time.Since(t0).Round(100*time.Millisecond))
+	t.Logf("exporter as a pod: image %s (%s) loaded into the private containerd in %s", c.Image, how, time.Since(t0).Round(100*time.Millisecond))
 	// The node's /run/containerd is the private containerd's directory here.
 	pod, err := manifests.StaticPod(ds, map[string]string{"/run/containerd": st.Containerd.Dir})
 	if err != nil {

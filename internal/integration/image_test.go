@@ -1,12 +1,17 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,15 +23,16 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
-// projectImage builds the project's image once per test binary, with the
-// Dockerfile and the build context make image prepares, on the private
-// dockerd. Nothing is pulled: the Dockerfile starts FROM scratch.
+// projectImage builds the project's image once per test binary on the
+// private dockerd: plain docker build of a clean copy, offline, with a Go
+// builder image made from this machine's Go (testenv.ProjectImage).
 func projectImage(t *testing.T) string {
 	t.Helper()
-	imageOnce.Do(func() { imageErr = buildProjectImage() })
+	imageOnce.Do(func() { imageLog, imageErr = buildProjectImage() })
 	if imageErr != nil {
 		t.Fatal(imageErr)
 	}
+	t.Log("image:", imageLog)
 	return projectImageRef
 }
 
@@ -34,27 +40,39 @@ const projectImageRef = "pleg-exporter:test"
 
 var (
 	imageOnce sync.Once
+	imageLog  string
 	imageErr  error
 )
 
-func buildProjectImage() error {
-	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+func buildProjectImage() (string, error) {
+	c, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	return testenv.BuildProjectImage(c, dockerd, "../..", projectImageRef)
+	// Always a build: this is the test of the Dockerfile (the end-to-end
+	// test reuses it).
+	return testenv.ProjectImage(c, dockerd, "../..", projectImageRef, false)
 }
 
-// The Dockerfile builds offline (FROM scratch) on the private dockerd, and
-// the image relists that dockerd through its socket.
+// The Dockerfile builds from a clean copy with plain docker build, offline,
+// on the private dockerd; the image holds the binary and the CA bundle only,
+// and relists that dockerd through its socket.
 func TestDockerfileImage(t *testing.T) {
 	need(t, dockErr)
-	c := ctx(t, 3*time.Minute)
+	c := ctx(t, 8*time.Minute)
 	projectImage(t)
 	img, _, err := dockerd.API.ImageInspectWithRaw(c, projectImageRef)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Config.User != "65534:65534" || img.Config.Labels["org.opencontainers.image.title"] != "pleg_exporter" || len(img.RootFS.Layers) != 2 {
-		t.Errorf("image: user %q, labels %v, %d layers", img.Config.User, img.Config.Labels, len(img.RootFS.Layers))
+	version, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Config.User != "65534:65534" || img.Config.Labels["org.opencontainers.image.title"] != "pleg_exporter" ||
+		img.Config.Labels["org.opencontainers.image.version"] != strings.TrimSpace(string(version)) || len(img.RootFS.Layers) != 1 {
+		t.Errorf("image: user %q, labels %v, %d layers (want one: the binary and the CA bundle)", img.Config.User, img.Config.Labels, len(img.RootFS.Layers))
+	}
+	if files := imageFiles(t, c, projectImageRef); !slices.Equal(files, []string{"bin/pleg_exporter", "etc/ssl/certs/ca-certificates.crt"}) {
+		t.Errorf("the image holds %q, want the binary and the CA bundle only", files)
 	}
 
 	// Non-root, with the socket's group added: the documented way to run it.
@@ -107,5 +125,72 @@ func TestDockerfileImage(t *testing.T) {
 	}
 	info, _ := dockerd.API.ContainerInspect(c, cr.ID)
 	j, _ := json.Marshal(info.Config.User)
-	t.Logf("image built FROM scratch (%d layers), ran as user %s with group %d, relisted the private dockerd", len(img.RootFS.Layers), j, st.Gid)
+	t.Logf("image (%.1f MB) ran as user %s with group %d, relisted the private dockerd", float64(img.Size)/1e6, j, st.Gid)
+	logs, _ := dockerd.API.ContainerLogs(c, cr.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if logs != nil {
+		lb, _ := io.ReadAll(logs)
+		if !bytes.Contains(lb, []byte("version="+strings.TrimSpace(string(version)))) {
+			t.Errorf("the exporter's start-up log does not name version %s:\n%s", version, lb)
+		}
+	}
+}
+
+// imageFiles lists the regular files of an image, from docker save.
+func imageFiles(t *testing.T, c context.Context, ref string) []string {
+	t.Helper()
+	rc, err := dockerd.API.ImageSave(c, []string{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var files []string
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(h.Name, ".tar") && !strings.HasPrefix(h.Name, "blobs/") {
+			continue
+		}
+		// A layer (or any blob: a blob that is not a tar reads as none).
+		lr := tar.NewReader(tr)
+		for {
+			lh, err := lr.Next()
+			if err != nil {
+				break
+			}
+			if lh.Typeflag == tar.TypeReg {
+				files = append(files, strings.TrimPrefix(lh.Name, "./"))
+			}
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// The Dockerfile's defaults follow the repository: the builder is the Go of
+// go.mod's go line (the official image sets GOTOOLCHAIN=local, so another
+// Go would refuse the module), and VERSION is the VERSION file's.
+func TestDockerfileDefaults(t *testing.T) {
+	goImage, err := testenv.DockerfileGoImage("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if m == nil || goImage != "golang:"+string(m[1]) {
+		t.Errorf("Dockerfile ARG GO_IMAGE=%s, go.mod's go line %q", goImage, m)
+	}
+	df, _ := os.ReadFile("../../Dockerfile")
+	version, _ := os.ReadFile("../../VERSION")
+	if !bytes.Contains(df, []byte("\nARG VERSION="+strings.TrimSpace(string(version))+"\n")) {
+		t.Errorf("Dockerfile's ARG VERSION is not the VERSION file's %s", version)
+	}
 }

@@ -1,65 +1,211 @@
 package testenv
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-
-	"github.com/docker/docker/api/types"
+	"strings"
+	"time"
 )
 
-// BuildProjectImage builds the project's image on a private dockerd, tagged
-// ref, with the repository's Dockerfile and the build context make image
-// prepares (the static binary and the CA bundle). Nothing is pulled: the
-// Dockerfile starts FROM scratch. repo is the repository's root.
-func BuildProjectImage(ctx context.Context, d *Dockerd, repo, ref string) error {
-	dir, err := os.MkdirTemp("", "pleg-image")
+// ProjectImage gives the private dockerd d the project's image, tagged ref,
+// built the way a pipeline that builds from the Dockerfile does: plain
+// `docker build` of a clean copy of the tree (the files git tracks or would
+// track: nothing it ignores, no prepared context), with --network=none, so
+// the build reaches nothing. The Dockerfile's default builder image
+// (GO_IMAGE) is made first from this machine's Go, since no registry is
+// reachable (ImportGoImage). repo is the repository's root.
+//
+// Each build is saved under repo/.build, keyed by the clean copy's contents
+// and the Go version; with reuse, a saved build of the same tree is loaded
+// instead of building again (the end-to-end test reuses the integration
+// test's). It returns what it did, for the test's log.
+func ProjectImage(ctx context.Context, d *Dockerd, repo, ref string, reuse bool) (string, error) {
+	docker, err := exec.LookPath("docker")
 	if err != nil {
-		return err
+		return "", fmt.Errorf("the docker CLI is not installed (docker.io): %w", err)
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "pleg_exporter")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/pleg_exporter")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	goImage, err := DockerfileGoImage(repo)
+	if err != nil {
+		return "", err
+	}
+	src, err := os.MkdirTemp("", "pleg-clean-copy")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(src)
+	n, err := CleanCopy(repo, src)
+	if err != nil {
+		return "", err
+	}
+	key, err := treeKey(src)
+	if err != nil {
+		return "", err
+	}
+	cacheDir := filepath.Join(repo, ".build")
+	cached := filepath.Join(cacheDir, "image-"+key+".tar")
+	if reuse {
+		if f, err := os.Open(cached); err == nil {
+			defer f.Close()
+			if err := loadImage(ctx, d, f, cachedRef, ref); err != nil {
+				return "", fmt.Errorf("load %s: %w", cached, err)
+			}
+			return fmt.Sprintf("loaded the docker build of the same clean copy (%d files) from %s", n, filepath.Base(cached)), nil
+		}
+	}
+	t0 := time.Now()
+	version, err := ImportGoImage(ctx, d.API, repo, goImage)
+	if err != nil {
+		return "", err
+	}
+	imported := time.Since(t0)
+	t1 := time.Now()
+	build := exec.CommandContext(ctx, docker, "build", "--network=none", "-t", ref, ".")
+	build.Dir = src
+	// The daemon under test and no configuration of the user's.
+	build.Env = append(os.Environ(), "DOCKER_HOST=unix://"+d.Socket, "DOCKER_CONFIG="+filepath.Join(src, ".docker-config"))
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
+		return "", fmt.Errorf("docker build: %v\n%s", err, out)
 	}
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	for _, f := range []struct {
-		name, src string
-		mode      int64
-	}{
-		{"Dockerfile", filepath.Join(repo, "Dockerfile"), 0o644},
-		{"pleg_exporter", bin, 0o755},
-		{".build/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644},
-	} {
-		b, err := os.ReadFile(f.src)
+	built := time.Since(t1)
+	if err := saveImage(ctx, d, ref, cacheDir, cached); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("builder %s (%s, made in %s), clean copy of %d files, docker build --network=none in %s",
+		goImage, version, imported.Round(100*time.Millisecond), n, built.Round(100*time.Millisecond)), nil
+}
+
+// cachedRef is the tag a saved build carries.
+const cachedRef = "pleg-exporter:cached"
+
+// treeKey hashes a tree's names, modes and contents, and the Go that builds
+// it.
+func treeKey(dir string) (string, error) {
+	h := sha256.New()
+	goVersion, err := goEnv("GOVERSION")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintln(h, goVersion)
+	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		fi, err := e.Info()
 		if err != nil {
 			return err
 		}
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(b))})
-		tw.Write(b)
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "%s %o %d\n", rel, fi.Mode(), fi.Size())
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:16], err
+}
+
+// saveImage writes ref as cachedRef to path (through a temporary file) and
+// removes the older saved builds.
+func saveImage(ctx context.Context, d *Dockerd, ref, dir, path string) error {
+	if err := d.API.ImageTag(ctx, ref, cachedRef); err != nil {
+		return err
 	}
-	tw.Close()
-	version := "test"
-	resp, err := d.API.ImageBuild(ctx, &ctxTar, types.ImageBuildOptions{Tags: []string{ref}, Remove: true,
-		BuildArgs: map[string]*string{"VERSION": &version}})
+	rc, err := d.API.ImageSave(ctx, []string{cachedRef})
 	if err != nil {
 		return err
 	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if bytes.Contains(out, []byte(`"error"`)) {
-		return fmt.Errorf("docker build: %s", out)
+	defer rc.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	return nil
+	old, _ := filepath.Glob(filepath.Join(dir, "image-*.tar"))
+	f, err := os.CreateTemp(dir, "image-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return fmt.Errorf("docker save: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, o := range old {
+		os.Remove(o)
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func loadImage(ctx context.Context, d *Dockerd, r io.Reader, from, ref string) error {
+	resp, err := d.API.ImageLoad(ctx, r)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || bytes.Contains(body, []byte(`"error"`)) {
+		return fmt.Errorf("docker load: %v %s", err, body)
+	}
+	return d.API.ImageTag(ctx, from, ref)
+}
+
+// CleanCopy copies the files of repo that git tracks or would track (not
+// the ones it ignores, such as .tools and .build) into dst, as a clean clone
+// of the current tree has them. It returns how many it copied.
+func CleanCopy(repo, dst string) (int, error) {
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = repo
+	out, err := ls.Output()
+	if err != nil {
+		return 0, fmt.Errorf("git ls-files in %s: %w", repo, err)
+	}
+	n := 0
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		fi, err := os.Lstat(filepath.Join(repo, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			return n, err
+		}
+		to := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return n, err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			link, err := os.Readlink(filepath.Join(repo, name))
+			if err != nil {
+				return n, err
+			}
+			if err := os.Symlink(link, to); err != nil {
+				return n, err
+			}
+		} else {
+			b, err := os.ReadFile(filepath.Join(repo, name))
+			if err != nil {
+				return n, err
+			}
+			if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+				return n, err
+			}
+		}
+		n++
+	}
+	return n, nil
 }
 
 // CopyImage saves ref from a private dockerd and imports it into a private
