@@ -27,8 +27,13 @@ KUBELET   := .tools/kubelet-$(KUBELET_VERSION)
 # cores), cached by version. testenv.Containerd2Version names the same one.
 CONTAINERD2_VERSION := v2.4.2
 CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
+# Helm for the chart's tests (lint, template, the schema): helm.sh/helm/v4
+# from the module proxy, built once (about 2 minutes on 2 cores), cached by
+# version.
+HELM_VERSION := v4.3.2
+HELM      := .tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image clean
+.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
 all: lint build test
 
@@ -66,11 +71,12 @@ fmt-check:
 ## test: everything CI runs, on a clean machine.
 # crictl (cri-tools, pinned, through the module proxy) runs the cleanup that
 # diagnose prints against the private containerd; the containerd tests run on
-# Debian's 1.6 and on containerd 2.x; the kubelet runs the end-to-end tests
-# (scripts/test.sh runs the tests, those last).
-test: deps $(CRICTL) kubelet-background $(CONTAINERD2)/containerd lint checkmetrics mixin-check
+# Debian's 1.6 and on containerd 2.x; Helm lints and renders the chart; the
+# kubelet runs the end-to-end tests (scripts/test.sh runs the tests, those
+# last).
+test: deps $(CRICTL) kubelet-background $(CONTAINERD2)/containerd $(HELM) lint checkmetrics mixin-check
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBELET=$(CURDIR)/$(KUBELET) \
-		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) bash scripts/test.sh
+		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(CURDIR)/$(HELM) bash scripts/test.sh
 
 # The kubelet's cold build takes about 8 minutes on 2 cores: it runs in the
 # background at the lowest CPU priority, beside the lint and the other
@@ -107,11 +113,19 @@ mixin-check:
 	promtool check rules mixin/generated/prometheus_alerts.yaml mixin/generated/prometheus_rules.yaml
 	cd mixin/tests && promtool test rules *.yaml
 
-## image: the container image from the static binary (FROM scratch, nothing pulled).
+## image: the container image, with plain docker build of the Dockerfile (multi-stage: Go builder, FROM scratch).
+# GO_IMAGE is the builder; the Dockerfile's default (the official Go image) is
+# pulled where it is missing. Offline: make go-image image GO_IMAGE=$(GO_IMAGE_LOCAL).
 IMAGE ?= pleg-exporter:$(VERSION)
-image: build
-	@mkdir -p .build && cp /etc/ssl/certs/ca-certificates.crt .build/ca-certificates.crt
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+GO_IMAGE ?=
+GO_IMAGE_LOCAL := pleg-exporter-go:$(shell $(GO) env GOVERSION | sed 's/^go//')
+image:
+	docker build $(if $(GO_IMAGE),--build-arg GO_IMAGE=$(GO_IMAGE)) --build-arg VERSION=$(VERSION) \
+		--build-arg REVISION=$(REVISION) -t $(IMAGE) .
+
+## go-image: a Go builder image from this machine's Go and module cache, for make image without a registry.
+go-image:
+	$(GO) run ./internal/cmd/goimage --tag $(GO_IMAGE_LOCAL)
 
 clean:
 	rm -rf $(BIN) .build .run
@@ -146,6 +160,10 @@ $(KUBELET):
 
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)
+
+$(HELM):
+	GOBIN=$(CURDIR)/$(dir $(HELM)) CGO_ENABLED=0 $(GO) install -trimpath \
+		-ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 ## record-streaming: the real-kubelet run on containerd 2.4 with CRIListStreaming, rewriting the promtool test
 ## of its recorded series (root). RECORD_LONG=1 adds 5300 containers and the threshold (about 30 minutes);

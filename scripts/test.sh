@@ -9,8 +9,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBELET:?}" "${CRICTL:?}" "${CONTAINERD2:?}"
-export CRICTL KUBELET CONTAINERD2
+: "${KUBELET:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
+export CRICTL KUBELET CONTAINERD2 HELM
 
 filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$)'; }
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }
