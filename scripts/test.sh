@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test run of `make test`, after the installs and the lint: every
-# package's tests, then the packages that run the real kubelet (the harness
-# and the end-to-end test), whose build (started in the background by `make
-# kubelet-background`) it waits for in between.
+# package's tests, then the chart's (deploy, with Helm) and the packages that
+# run the real kubelet (the harness and the end-to-end test), each after the
+# build it needs (started in the background by make test).
 #
 # Verbose, so the figures the tests measure (payload bytes, freeze and
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
@@ -16,22 +16,38 @@ filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }
 
 module=github.com/pleg-exporter/pleg_exporter
+helm_pkgs=("$module/deploy")
 kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
-mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${kubelet_pkgs[@]/#/-e}")
+late=("${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
+mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${late[@]/#/-e}")
 gotest "${pkgs[@]}"
 rc=$?
 
-# The kubelet: wait for its build if one runs.
-pidfile=$KUBELET.pid
-if [ -f "$pidfile" ]; then
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "make test: waiting for the kubelet's build (log: $KUBELET.log)"
-    while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+# wait_build BIN: wait for the background build of BIN (make test starts it,
+# with BIN.pid and BIN.log) if one runs; true when BIN is there.
+wait_build() {
+  local bin=$1 pidfile=$1.pid pid
+  if [ -f "$pidfile" ]; then
+    pid=$(cat "$pidfile")
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "make test: waiting for the build of $(basename "$bin") (log: $bin.log)"
+      while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+    fi
+    rm -f "$pidfile"
   fi
-  rm -f "$pidfile"
+  [ -x "$bin" ]
+}
+
+# Helm, for the chart's tests (they fail in CI without it, skip elsewhere).
+if ! wait_build "$HELM"; then
+  echo "make test: Helm did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
+  [ -n "${CI:-}" ] && tail -n 30 "$HELM.log" 2>/dev/null
+  unset HELM
 fi
-if [ ! -x "$KUBELET" ]; then
+gotest "${helm_pkgs[@]}" || rc=1
+
+# The kubelet.
+if ! wait_build "$KUBELET"; then
   reason="the kubelet did not build: $(tail -n 1 "$KUBELET.log" 2>/dev/null || echo "no build log")"
   echo "make test: $reason (log: $KUBELET.log)"
   if [ -n "${CI:-}" ]; then
