@@ -56,12 +56,9 @@ func ImportGoImage(ctx context.Context, api *client.Client, repo, ref string) (s
 	if err := fillModCache(ctx, repo, mods); err != nil {
 		return "", err
 	}
-	bb, err := exec.LookPath("busybox")
+	bb, err := staticBusybox()
 	if err != nil {
-		return "", fmt.Errorf("busybox-static not installed: %w", err)
-	}
-	if dynamic, err := isDynamic(bb); err != nil || dynamic {
-		return "", fmt.Errorf("%s is not a static binary (%v); install busybox-static", bb, err)
+		return "", err
 	}
 	applets, err := exec.CommandContext(ctx, bb, "--list").Output()
 	if err != nil {

@@ -19,16 +19,13 @@ import (
 // busybox and its applet links, with CMD sleep. Built locally because no
 // registry is reachable.
 func WriteImageTar(path, ref string) error {
-	bb, err := exec.LookPath("busybox")
+	bb, err := staticBusybox()
 	if err != nil {
-		return fmt.Errorf("busybox-static not installed: %w", err)
+		return err
 	}
 	bin, err := os.ReadFile(bb)
 	if err != nil {
 		return err
-	}
-	if dynamic, err := isDynamic(bb); err != nil || dynamic {
-		return fmt.Errorf("%s is not a static binary (%v); install busybox-static", bb, err)
 	}
 	var layer bytes.Buffer
 	lw := tar.NewWriter(&layer)
@@ -82,6 +79,19 @@ func WriteImageTar(path, ref string) error {
 		}
 	}
 	return tw.Close()
+}
+
+// staticBusybox returns the path of the host's busybox, which must be
+// static: the images it goes into have no ld.so.
+func staticBusybox() (string, error) {
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		return "", fmt.Errorf("busybox-static not installed: %w", err)
+	}
+	if dynamic, err := isDynamic(bb); err != nil || dynamic {
+		return "", fmt.Errorf("%s is not a static binary (%v); install busybox-static", bb, err)
+	}
+	return bb, nil
 }
 
 // isDynamic reports whether an ELF binary needs an interpreter (ld.so),
