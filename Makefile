@@ -76,7 +76,7 @@ fmt-check:
 # last).
 test: kubelet-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBELET=$(CURDIR)/$(KUBELET) \
-		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(CURDIR)/$(HELM) bash scripts/test.sh
+		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(abspath $(HELM)) bash scripts/test.sh
 
 # The two builds only the later tests need start first, in the background at
 # the lowest CPU priority, and run beside the package installs (mostly
@@ -128,14 +128,14 @@ mixin-check:
 # pulled where it is missing. Offline: make go-image image GO_IMAGE=$(GO_IMAGE_LOCAL).
 IMAGE ?= pleg-exporter:$(VERSION)
 GO_IMAGE ?=
-GO_IMAGE_LOCAL := pleg-exporter-go:$(shell $(GO) env GOVERSION | sed 's/^go//')
+GO_IMAGE_LOCAL = pleg-exporter-go:$(shell $(GO) env GOVERSION | sed 's/^go//')
 image:
 	docker build $(if $(GO_IMAGE),--build-arg GO_IMAGE=$(GO_IMAGE)) --build-arg VERSION=$(VERSION) \
 		--build-arg REVISION=$(REVISION) -t $(IMAGE) .
 
 ## go-image: a Go builder image from this machine's Go and module cache, for make image without a registry.
 go-image:
-	$(GO) run ./internal/cmd/goimage --tag $(GO_IMAGE_LOCAL)
+	GO=$(GO) $(GO) run ./internal/cmd/goimage --tag $(GO_IMAGE_LOCAL)
 
 clean:
 	rm -rf $(BIN) .build .run
@@ -172,7 +172,7 @@ $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)
 
 $(HELM):
-	GOBIN=$(CURDIR)/$(dir $(HELM)) CGO_ENABLED=0 $(GO) install -trimpath \
+	GOBIN=$(abspath $(dir $(HELM))) CGO_ENABLED=0 $(GO) install -trimpath \
 		-ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 ## record-streaming: the real-kubelet run on containerd 2.4 with CRIListStreaming, rewriting the promtool test

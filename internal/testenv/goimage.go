@@ -3,7 +3,9 @@ package testenv
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -66,8 +68,16 @@ func ImportGoImage(ctx context.Context, api *client.Client, repo, ref string) (s
 	}
 
 	pr, pw := io.Pipe()
+	written := make(chan error, 1)
 	go func() {
-		pw.CloseWithError(writeGoRootfs(pw, goroot, filepath.Join(mods, "cache", "download"), bb, strings.Fields(string(applets))))
+		err := writeGoRootfs(pw, goroot, filepath.Join(mods, "cache", "download"), bb, strings.Fields(string(applets)))
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	// The writer reads mods until it ends: wait for it before they go.
+	defer func() {
+		pr.Close()
+		<-written
 	}()
 	rc, err := api.ImageImport(ctx, image.ImportSource{Source: pr, SourceName: "-"}, ref, image.ImportOptions{
 		Message: "Go " + version + " from the local toolchain, with the exporter's modules",
@@ -81,7 +91,6 @@ func ImportGoImage(ctx context.Context, api *client.Client, repo, ref string) (s
 		},
 	})
 	if err != nil {
-		pr.CloseWithError(err)
 		return "", fmt.Errorf("docker import %s: %w", ref, err)
 	}
 	defer rc.Close()
@@ -92,8 +101,11 @@ func ImportGoImage(ctx context.Context, api *client.Client, repo, ref string) (s
 	return version, nil
 }
 
+// goCmd is the Go that builds the exporter here: $GO (make's), else go.
+func goCmd() string { return cmp.Or(os.Getenv("GO"), "go") }
+
 func goEnv(key string) (string, error) {
-	out, err := exec.Command("go", "env", key).Output()
+	out, err := exec.Command(goCmd(), "env", key).Output()
 	if err != nil {
 		return "", fmt.Errorf("go env %s: %w", key, err)
 	}
@@ -113,7 +125,7 @@ func fillModCache(ctx context.Context, repo, dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", os.DevNull, "./cmd/pleg_exporter")
+	cmd := exec.CommandContext(ctx, goCmd(), "build", "-o", os.DevNull, "./cmd/pleg_exporter")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GOMODCACHE="+dir, "GOPROXY=file://"+filepath.Join(local, "cache", "download")+","+proxy,
 		"GOFLAGS=-mod=readonly -modcacherw", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
@@ -135,14 +147,15 @@ func writeGoRootfs(w io.Writer, goroot, downloads, busybox string, applets []str
 			return err
 		}
 	}
-	dir("tmp", 0o1777)
-	dir("root", 0o700)
-	if err := addFile(tw, "bin/busybox", busybox); err != nil {
+	if err := errors.Join(dir("tmp", 0o1777), dir("root", 0o700), addFile(tw, "bin/busybox", busybox)); err != nil {
 		return err
 	}
 	for _, a := range applets {
-		if a != "busybox" {
-			tw.WriteHeader(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", ModTime: mod})
+		if a == "busybox" {
+			continue
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", ModTime: mod}); err != nil {
+			return err
 		}
 	}
 	if err := addFile(tw, "etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt"); err != nil {
@@ -177,8 +190,15 @@ func addFile(tw *tar.Writer, name, src string) error {
 	return err
 }
 
-// addTree adds the tree at src under name, leaving out what skip says.
+// addTree adds the tree at src under name, leaving out what skip says. A
+// symbolic link that stays inside the tree is kept as a link; one that
+// leaves it (Debian's packaged Go links GOROOT/src into /usr/share) is
+// replaced by what it points at.
 func addTree(tw *tar.Writer, src, name string, skip func(rel string) bool) error {
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -202,6 +222,13 @@ func addTree(tw *tar.Writer, src, name string, skip func(rel string) bool) error
 			link, err := os.Readlink(path)
 			if err != nil {
 				return err
+			}
+			to, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if r, err := filepath.Rel(src, to); err != nil || r == ".." || strings.HasPrefix(r, "../") {
+				return addTree(tw, to, target, func(string) bool { return false })
 			}
 			return tw.WriteHeader(&tar.Header{Name: target, Typeflag: tar.TypeSymlink, Linkname: link, ModTime: fi.ModTime()})
 		case fi.Mode().IsRegular():

@@ -66,17 +66,43 @@ directories as deploy/kubernetes/overlays. Values the schema cannot judge fail h
 {{- fail (printf "runtime.profile %q: want containerd, crio or cri-dockerd" $r.profile) -}}
 {{- end -}}
 {{- $socket := $r.socket | default (get $defaults $r.profile) -}}
+{{- include "pleg-exporter.socketPath" (list "runtime.socket" $socket) -}}
 {{- $docker := "" -}}
 {{- if eq $r.profile "cri-dockerd" -}}
 {{- $docker = $r.dockerSocket | default "/var/run/docker.sock" -}}
+{{- include "pleg-exporter.socketPath" (list "runtime.dockerSocket" $docker) -}}
+{{- if eq $docker $socket -}}
+{{- fail (printf "runtime.dockerSocket %s is the CRI socket: Docker's own socket is another (default /var/run/docker.sock)" $docker) -}}
+{{- end -}}
 {{- if ne (dir $docker) (dir $socket) -}}
 {{- fail (printf "runtime.dockerSocket %s is not in the directory of the CRI socket %s: both are read through one read-only mount of %s" $docker $socket (dir $socket)) -}}
 {{- end -}}
 {{- else if $r.dockerSocket -}}
 {{- fail (printf "runtime.dockerSocket is read only with runtime.profile cri-dockerd, not %s" $r.profile) -}}
 {{- end -}}
-{{- if or (eq (dir $socket) "/") (not (isAbs $socket)) (ne (clean $socket) $socket) -}}
-{{- fail (printf "runtime.socket %q: want the socket's absolute path, in a directory below /" $socket) -}}
-{{- end -}}
 {{- toJson (dict "socket" $socket "docker" $docker "dir" (dir $socket)) -}}
+{{- end -}}
+
+{{/* Fails unless (list key path) names a socket by its clean absolute path, in a directory below /. */}}
+{{- define "pleg-exporter.socketPath" -}}
+{{- $key := index . 0 -}}
+{{- $path := index . 1 -}}
+{{- if or (not (isAbs $path)) (ne (clean $path) $path) (eq (dir $path) "/") -}}
+{{- fail (printf "%s %q: want the socket's clean absolute path, in a directory below /" $key $path) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Flags the chart sets or cannot support, and why: extraArgs may not carry them. The value is what to do
+instead.
+*/}}
+{{- define "pleg-exporter.ownFlags" -}}
+{{- toJson (dict
+  "--runtime.endpoint" "set runtime.profile or runtime.socket"
+  "--runtime" "the chart relists through the CRI socket of runtime.profile"
+  "--docker.host" "set runtime.profile=cri-dockerd and runtime.dockerSocket"
+  "--web.listen-address" "the pod listens on its own address, port 10391"
+  "--web.systemd-socket" "the pod listens on its own address, port 10391"
+  "--web.telemetry-path" "the PodMonitor and the ServiceMonitor scrape /metrics"
+  "--web.config.file" "the probes and the monitors speak plain HTTP; TLS is not supported by the chart") -}}
 {{- end -}}
