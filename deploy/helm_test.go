@@ -517,3 +517,34 @@ func TestHelmChartVersion(t *testing.T) {
 		t.Errorf("Chart.yaml %+v, VERSION %s", c, version)
 	}
 }
+
+// The packaged chart (what a chart repository serves) renders what the
+// directory does: .helmignore keeps the mixin's rules and the schema in.
+func TestHelmPackage(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := helm(t, "package", chart, "--destination", dir); err != nil {
+		t.Fatal(err)
+	}
+	pkgs, _ := filepath.Glob(filepath.Join(dir, "pleg-exporter-*.tgz"))
+	if len(pkgs) != 1 {
+		t.Fatalf("helm package wrote %v", pkgs)
+	}
+	set := []string{"--set", "prometheusRule.enabled=true", "--set", "podMonitor.enabled=true"}
+	fromDir, err := helm(t, append([]string{"template", "pleg-exporter", chart, "--namespace", "pleg-exporter"}, set...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromPkg, err := helm(t, append([]string{"template", "pleg-exporter", pkgs[0], "--namespace", "pleg-exporter"}, set...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fromDir, fromPkg) {
+		t.Error("the packaged chart renders other objects than its directory")
+	}
+	if r := decodeObjects(t, fromPkg); r.rule == nil || len(r.rule.Spec.Groups) == 0 {
+		t.Error("the packaged chart's PrometheusRule has no groups")
+	}
+	if _, err := helm(t, "template", "pleg-exporter", pkgs[0], "--set", "podMonitr.enabled=true"); err == nil {
+		t.Error("the packaged chart accepts a typo: its values.schema.json is not in it")
+	}
+}
