@@ -176,10 +176,15 @@ func TestEndToEnd(t *testing.T) {
 	}
 	for _, s := range steps {
 		// Each step starts from a quiet node: no alert firing.
+		t0 := time.Now()
 		if err := waitQuiet(ctx, st, 5*time.Minute); err != nil {
 			t.Fatalf("before %s: %v", s.name, err)
 		}
-		if !t.Run(s.name, s.run) {
+		t1 := time.Now()
+		ok := t.Run(s.name, s.run)
+		// Where make test's time goes.
+		t.Logf("step %q: %s, after %s waiting for a quiet node", s.name, time.Since(t1).Round(time.Second), t1.Sub(t0).Round(time.Second))
+		if !ok {
 			return // the node is in an unknown state; later steps would only fail for it
 		}
 	}
