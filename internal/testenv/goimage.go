@@ -161,9 +161,24 @@ func writeGoRootfs(w io.Writer, goroot, downloads, busybox string, applets []str
 	if err := addFile(tw, "etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt"); err != nil {
 		return fmt.Errorf("the CA bundle (install ca-certificates): %w", err)
 	}
-	// The toolchain without its own tests: what go build reads.
+	// What go build reads: the standard library's sources and the compiler,
+	// assembler and linker; not the toolchain's own sources and tests, nor
+	// the tools a build does not run (a third of GOROOT, as much of the
+	// import's time).
+	tools := filepath.Join("pkg", "tool", "linux_"+goarch())
 	if err := addTree(tw, goroot, "usr/local/go", func(rel string) bool {
-		return rel == "test" || filepath.Base(rel) == "testdata"
+		switch rel {
+		case "test", "api", "doc", "misc", filepath.Join("src", "cmd"):
+			return true
+		}
+		if filepath.Dir(rel) == tools {
+			switch filepath.Base(rel) {
+			case "compile", "asm", "link", "cgo", "buildid", "pack":
+				return false
+			}
+			return true
+		}
+		return filepath.Base(rel) == "testdata"
 	}); err != nil {
 		return err
 	}
