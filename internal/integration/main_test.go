@@ -96,6 +96,11 @@ func TestMain(m *testing.M) {
 		dockerd, dockErr = testenv.StartDockerd(filepath.Join(workRoot, "docker"))
 		if dockErr == nil {
 			fmt.Printf("private dockerd ready in %s\n", time.Since(t0).Round(time.Millisecond))
+			startImageBuild(filepath.Join(workRoot, "docker-image"))
+			defer func() {
+				image.cancel()
+				<-image.done
+			}()
 		}
 		code = m.Run()
 	}()
