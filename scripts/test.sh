@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The test run of `make test`, after the installs and the lint: every
-# package's tests, then the chart's (deploy, with Helm) and the packages that
-# run the real kubelet (the harness and the end-to-end test), each after the
-# build it needs (started in the background by make test).
+# The test run of `make test`, after the installs and the lint: the
+# integration tests beside every other package's, then the chart's (deploy,
+# with Helm) and the packages that run the real kubelet (the harness and the
+# end-to-end test), each after the build it needs (started in the background
+# by make test).
 #
 # Verbose, so the figures the tests measure (payload bytes, freeze and
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
@@ -16,12 +17,23 @@ filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }
 
 module=github.com/pleg-exporter/pleg_exporter
+integration_pkgs=("$module/internal/integration")
 helm_pkgs=("$module/deploy")
 kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
-late=("${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
-mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${late[@]/#/-e}")
-gotest "${pkgs[@]}"
+others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
+mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
+
+# The other packages' tests run beside the integration tests, which mostly
+# wait on the daemons they drive; their output is held until those end, so
+# the log reads one package after another.
+held=$(mktemp)
+gotest "${pkgs[@]}" > "$held" 2>&1 &
+pid=$!
+gotest "${integration_pkgs[@]}"
 rc=$?
+wait "$pid" || rc=1
+cat "$held"
+rm -f "$held"
 
 # wait_build BIN: wait for the background build of BIN (make test starts it,
 # with BIN.pid and BIN.log) if one runs; true when BIN is there.
