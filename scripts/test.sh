@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test run of `make test`, after the installs and the lint: the
-# integration tests beside every other package's, then the chart's (deploy,
-# with Helm) and the packages that run the real kubelet (the harness and the
-# end-to-end test), each after the build it needs (started in the background
-# by make test).
+# integration tests beside every other package's, then the packages that run
+# the real kubelet (the harness and the end-to-end test) beside the chart's
+# (deploy, with Helm), each after the build it needs (started in the
+# background by make test).
 #
 # Verbose, so the figures the tests measure (payload bytes, freeze and
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
@@ -50,13 +50,24 @@ wait_build() {
   [ -x "$bin" ]
 }
 
-# Helm, for the chart's tests (they fail in CI without it, skip elsewhere).
-if ! wait_build "$HELM"; then
-  echo "make test: Helm did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
-  [ -n "${CI:-}" ] && tail -n 30 "$HELM.log" 2>/dev/null
-  unset HELM
-fi
-gotest "${helm_pkgs[@]}" || rc=1
+# The chart's tests (deploy), once Helm is built, beside the kubelet's: they
+# need no daemon, and the end-to-end tests mostly wait on real time. Their
+# output is held too. Without Helm they fail in CI and skip elsewhere.
+held_helm=$(mktemp)
+{
+  if ! wait_build "$HELM"; then
+    echo "make test: Helm did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
+    [ -n "${CI:-}" ] && tail -n 30 "$HELM.log" 2>/dev/null
+    unset HELM
+  fi
+  gotest "${helm_pkgs[@]}"
+} > "$held_helm" 2>&1 &
+helm_pid=$!
+helm_done() {
+  wait "$helm_pid" || rc=1
+  cat "$held_helm"
+  rm -f "$held_helm"
+}
 
 # The kubelet.
 if ! wait_build "$KUBELET"; then
@@ -64,10 +75,12 @@ if ! wait_build "$KUBELET"; then
   echo "make test: $reason (log: $KUBELET.log)"
   if [ -n "${CI:-}" ]; then
     tail -n 30 "$KUBELET.log" 2>/dev/null
+    helm_done
     exit 1
   fi
   # The kubelet's tests skip with this reason.
   export KUBELET_UNAVAILABLE=$reason
 fi
 gotest "${kubelet_pkgs[@]}" || rc=1
+helm_done
 exit $rc
