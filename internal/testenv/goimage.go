@@ -39,8 +39,9 @@ func DockerfileGoImage(repo string) (string, error) {
 // /usr/local/go as in the official images), its static busybox as the
 // shell, the CA bundle, and a module cache (/go/pkg/mod) holding just the
 // modules the exporter's build reads, taken from the local module cache.
-// GOPROXY=off in the image: a build in it reaches nothing. repo is the
-// repository's root; it returns the toolchain's version (go1.x.y).
+// GOPROXY=off in the image: a build in it reaches nothing. repo is the tree
+// that will be built (its go.mod and packages); it returns the toolchain's
+// version (go1.x.y).
 func ImportGoImage(ctx context.Context, api *client.Client, repo, ref string) (string, error) {
 	goroot, err := goEnv("GOROOT")
 	if err != nil {

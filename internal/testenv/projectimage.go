@@ -62,7 +62,7 @@ func ProjectImage(ctx context.Context, d *Dockerd, repo, ref string, reuse bool)
 		}
 	}
 	t0 := time.Now()
-	version, err := ImportGoImage(ctx, d.API, repo, goImage)
+	version, err := ImportGoImage(ctx, d.API, src, goImage)
 	if err != nil {
 		return "", err
 	}
