@@ -113,6 +113,13 @@ type Snapshot struct {
 	// relist). ChangesKnown is false for the first relist and incomplete ones.
 	ChangedItems, ChangedPods int
 	ChangesKnown              bool
+	// PodUIDs are the pods the kubelet's status pass would inspect after
+	// this relist: those with a change since the previous complete relist.
+	// On the first complete relist (ChangesKnown false, Counted true) every
+	// listed pod is new, and PodUIDs is every pod. Only pods whose uid was
+	// listed (on a sandbox) are named. The relister takes them; the
+	// snapshot it keeps holds none.
+	PodUIDs []string
 
 	// Namespaces is the top-N breakdown of the containers by namespace,
 	// nil unless --collector.namespaces is on.
