@@ -257,6 +257,7 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	// A listing without unknown containers (cri-dockerd's fallback) would
 	// count them all as gone: not compared.
 	snap.ChangedItems, snap.ChangedPods, snap.ChangesKnown = ch.End(snap.Counted && !l.ContainersIncomplete)
+	snap.PodUIDs = ch.PodUIDs()
 	snap.StreamAccepted = c.streamAccepted(snap)
 	if probes {
 		// The candidates come from whatever listed the items, the fallback

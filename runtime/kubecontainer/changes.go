@@ -1,6 +1,10 @@
 package kubecontainer
 
-import runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+import (
+	"slices"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
 
 // Churn, as the kubelet's relist meets it. Every relist the PLEG compares
 // each container's and sandbox's state with the previous relist's, and for
@@ -10,16 +14,22 @@ import runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 // churn those calls, not the two lists, are what make a relist slow.
 //
 // Changes compares two consecutive complete relists the same way and keeps
-// only what that needs: one hash of each id with its state and pod. It never
-// holds an id, and what it reports are two counts.
+// only what that needs: one hash of each id with its state and pod, and the
+// uid of each listed pod (a string per pod, made once while the pod lives),
+// which the status pass needs to inspect it. It never holds a container or
+// sandbox id.
 
 // Changes tracks the items of the relist being read against the previous
 // complete one. Not safe for concurrent use: one relist at a time.
 type Changes struct {
-	prev, next   map[uint64]itemState // item id hash → state and pod
-	sandboxPod   map[uint64]uint64    // this relist's sandbox id hash → pod uid hash
-	pods         map[uint64]struct{}
-	havePrevious bool
+	prev, next map[uint64]itemState // item id hash → state and pod
+	sandboxPod map[uint64]uint64    // this relist's sandbox id hash → pod uid hash
+	pods       map[uint64]struct{}
+	// uids and prevUIDs map a pod uid hash to the uid, for the pods of this
+	// relist and of the previous complete one.
+	uids, prevUIDs map[uint64]string
+	changedUIDs    []string
+	havePrevious   bool
 }
 
 type itemState struct {
@@ -34,6 +44,7 @@ func NewChanges() *Changes {
 	return &Changes{
 		prev: map[uint64]itemState{}, next: map[uint64]itemState{},
 		sandboxPod: map[uint64]uint64{}, pods: map[uint64]struct{}{},
+		uids: map[uint64]string{}, prevUIDs: map[uint64]string{},
 	}
 }
 
@@ -51,6 +62,8 @@ func Hash(b []byte) uint64 {
 func (c *Changes) Begin() {
 	clear(c.next)
 	clear(c.sandboxPod)
+	clear(c.uids)
+	c.changedUIDs = nil
 }
 
 // Sandbox records a listed sandbox of the pod podUID. Sandboxes are read
@@ -62,6 +75,15 @@ func (c *Changes) Sandbox(id, podUID []byte, state int32) {
 	}
 	c.sandboxPod[h] = pod
 	c.next[h] = itemState{pod: pod, state: state, sandbox: true}
+	if len(podUID) > 0 {
+		if _, ok := c.uids[pod]; !ok {
+			uid, known := c.prevUIDs[pod]
+			if !known {
+				uid = string(podUID)
+			}
+			c.uids[pod] = uid
+		}
+	}
 }
 
 // Container records a listed container of the sandbox sandboxID. Its pod is
@@ -86,6 +108,7 @@ func (c *Changes) ResetSandboxes() {
 		}
 	}
 	clear(c.sandboxPod)
+	clear(c.uids)
 }
 
 // ResetContainers forgets the containers recorded so far in this relist.
@@ -103,6 +126,7 @@ func (c *Changes) ResetContainers() {
 // nothing to compare. An incomplete relist changes nothing: the next
 // complete one is compared with the last complete one.
 func (c *Changes) End(complete bool) (items, pods int, ok bool) {
+	c.changedUIDs = nil
 	if !complete {
 		return 0, 0, false
 	}
@@ -127,8 +151,28 @@ func (c *Changes) End(complete bool) (items, pods int, ok bool) {
 			}
 		}
 		pods, ok = len(c.pods), true
+		for pod := range c.pods {
+			// A pod that went whole is not inspected: the kubelet's
+			// updateCache only drops it from its cache.
+			if uid, listed := c.uids[pod]; listed {
+				c.changedUIDs = append(c.changedUIDs, uid)
+			}
+		}
+	} else {
+		for _, uid := range c.uids {
+			c.changedUIDs = append(c.changedUIDs, uid)
+		}
 	}
+	slices.Sort(c.changedUIDs)
 	c.prev, c.next = c.next, c.prev
+	c.prevUIDs, c.uids = c.uids, c.prevUIDs
 	c.havePrevious = true
 	return items, pods, ok
 }
+
+// PodUIDs returns, after End, the uids of the pods the kubelet's status
+// pass would inspect: the listed pods with a change, sorted; after the first
+// complete relist, every listed pod (all are new). nil after an incomplete
+// relist. Containers whose sandbox was not listed have no known uid and are
+// not named.
+func (c *Changes) PodUIDs() []string { return c.changedUIDs }

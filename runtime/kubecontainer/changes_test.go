@@ -1,6 +1,9 @@
 package kubecontainer
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestChanges(t *testing.T) {
 	c := NewChanges()
@@ -82,5 +85,44 @@ func TestChangesOrderAndCreatedUnknown(t *testing.T) {
 	}
 	if items, pods, ok := relist(true, 1, 2, created); !ok || items != 0 || pods != 0 {
 		t.Errorf("c2 unknown → created: items %d pods %d ok %v, want no change", items, pods, ok)
+	}
+}
+
+// The status pass inspects the pods that changed, by uid: every pod after
+// the first relist, then the changed pods still listed, never a pod that
+// went whole, and none after an incomplete relist.
+func TestChangesPodUIDs(t *testing.T) {
+	c := NewChanges()
+	relist := func(complete bool, sandboxes [][3]string, containers [][3]string) []string {
+		c.Begin()
+		for _, s := range sandboxes {
+			c.Sandbox([]byte(s[0]), []byte(s[1]), int32(s[2][0]-'0'))
+		}
+		for _, ct := range containers {
+			c.Container([]byte(ct[0]), []byte(ct[1]), int32(ct[2][0]-'0'))
+		}
+		c.End(complete)
+		return c.PodUIDs()
+	}
+	sbs := [][3]string{{"sb1", "uid-a", "0"}, {"sb2", "uid-b", "0"}, {"sb3", "uid-c", "0"}}
+	cts := [][3]string{{"c1", "sb1", "1"}, {"c2", "sb2", "1"}, {"c3", "sb3", "1"}}
+	if got := relist(true, sbs, cts); !slices.Equal(got, []string{"uid-a", "uid-b", "uid-c"}) {
+		t.Errorf("first relist: %v, want every pod", got)
+	}
+	if got := relist(true, sbs, cts); len(got) != 0 {
+		t.Errorf("nothing changed: %v", got)
+	}
+	// c2 exits; pod c goes whole; a container of an unlisted sandbox
+	// appears (no uid to inspect it by).
+	cts2 := [][3]string{{"c1", "sb1", "1"}, {"c2", "sb2", "2"}, {"c9", "sb9", "1"}}
+	if got := relist(true, sbs[:2], cts2); !slices.Equal(got, []string{"uid-b"}) {
+		t.Errorf("after c2 exited and pod c went: %v, want [uid-b]", got)
+	}
+	if got := relist(false, sbs, cts); got != nil {
+		t.Errorf("incomplete relist: %v, want nil", got)
+	}
+	// Compared with the last complete one: pod c is back.
+	if got := relist(true, sbs, cts2); !slices.Equal(got, []string{"uid-c"}) {
+		t.Errorf("pod c back: %v, want [uid-c]", got)
 	}
 }
