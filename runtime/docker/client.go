@@ -17,7 +17,9 @@ import (
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	"github.com/docker/docker/errdefs"
 	"github.com/docker/go-connections/sockets"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
@@ -49,6 +51,7 @@ type Config struct {
 type engine interface {
 	ServerVersion(ctx context.Context) (types.Version, error)
 	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	ImageInspect(ctx context.Context, id string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 	NegotiateAPIVersion(ctx context.Context)
 	ClientVersion() string
 	Close() error
@@ -152,7 +155,7 @@ func (c *Client) list(ctx context.Context, fn func(*Entry)) (time.Duration, erro
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	err := c.streamList(ctx, fn)
+	err := c.streamList(ctx, "", fn)
 	d := time.Since(start)
 	if err != nil {
 		return d, classify(fmt.Errorf("list containers on docker at %s: %w", c.cfg.Host, err))
@@ -160,7 +163,9 @@ func (c *Client) list(ctx context.Context, fn func(*Entry)) (time.Duration, erro
 	return d, nil
 }
 
-func (c *Client) streamList(ctx context.Context, fn func(*Entry)) error {
+// streamList lists the containers matching filters (the JSON of Docker's
+// filters parameter; "" for every container).
+func (c *Client) streamList(ctx context.Context, filters string, fn func(*Entry)) error {
 	// What moby does before its first call, done again after a failure: the
 	// daemon may have been replaced by an older one. A failed ping leaves the
 	// version as it was, and the list below says why. An answer over the cap
@@ -168,15 +173,18 @@ func (c *Client) streamList(ctx context.Context, fn func(*Entry)) error {
 	if !c.negotiated.Load() {
 		c.api.NegotiateAPIVersion(ctx)
 	}
-	err := c.get(ctx, fn)
+	err := c.get(ctx, filters, fn)
 	var large *TooLargeError
 	c.negotiated.Store(err == nil || errors.As(err, &large))
 	return err
 }
 
-func (c *Client) get(ctx context.Context, fn func(*Entry)) error {
+func (c *Client) get(ctx context.Context, filters string, fn func(*Entry)) error {
 	u := c.listURL
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v" + strings.TrimPrefix(c.api.ClientVersion(), "v") + "/containers/json"
+	if filters != "" {
+		u.RawQuery += "&filters=" + url.QueryEscape(filters)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return err
@@ -289,6 +297,9 @@ func classify(err error) error {
 		code = "DeadlineExceeded"
 	case errors.Is(err, context.Canceled):
 		code = "Canceled"
+	case errdefs.IsNotFound(err):
+		// A 404 of an inspect: the container went after it was listed.
+		code = "NotFound"
 	case errors.As(err, &na):
 		code = na.Code()
 	case errors.As(err, &large):

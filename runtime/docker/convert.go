@@ -19,8 +19,12 @@ const (
 	logPathLabel       = "io.kubernetes.container.logpath"
 	sandboxIDLabel     = "io.kubernetes.sandbox.id"
 	containerNameLabel = "io.kubernetes.container.name"
-	annotationPrefix   = "annotation."
-	namePrefix         = "k8s"
+	// The kubelet's own labels, on sandboxes and containers alike.
+	podUIDLabel       = "io.kubernetes.pod.uid"
+	podNameLabel      = "io.kubernetes.pod.name"
+	podNamespaceLabel = "io.kubernetes.pod.namespace"
+	annotationPrefix  = "annotation."
+	namePrefix        = "k8s"
 )
 
 // Status prefixes of Docker's human status string (moby State.String), the
