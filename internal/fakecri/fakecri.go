@@ -60,7 +60,9 @@ type Server struct {
 
 	calls sync.Map // method -> *atomic.Int64
 	hang  sync.Map // sandbox or container id whose status call hangs
-	fail  sync.Map // short method name (ListContainers) -> error
+	// statusFail: sandbox or container id -> the error its status call answers
+	statusFail sync.Map
+	fail       sync.Map // short method name (ListContainers) -> error
 	// removeFail: container or sandbox id -> the error its removal answers
 	// (errHang: hang until the deadline)
 	removeFail sync.Map
@@ -84,7 +86,20 @@ func (s *Server) HangStatus(ids ...string) {
 	}
 }
 
+// FailStatus makes PodSandboxStatus / ContainerStatus for this id answer
+// err (NotFound: it went between the list and the call); nil works again.
+func (s *Server) FailStatus(id string, err error) {
+	if err == nil {
+		s.statusFail.Delete(id)
+		return
+	}
+	s.statusFail.Store(id, err)
+}
+
 func (s *Server) hangIfAsked(ctx context.Context, id string) error {
+	if err, ok := s.statusFail.Load(id); ok {
+		return err.(error)
+	}
 	if _, ok := s.hang.Load(id); ok {
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
