@@ -53,6 +53,8 @@ import (
 // in-memory map); here the second inspect is made for running sandboxes
 // only, those whose network it set up.
 
+var _ kubecontainer.PodInspector = (*Client)(nil)
+
 // statusFilter is the filter of a filtered list: cri-dockerd's type
 // label, and the one label selector of the kubelet's GetPodStatus.
 func statusFilter(kind, uid string) string {
