@@ -157,12 +157,16 @@ func TestInspectPodPassesThrough(t *testing.T) {
 
 type plainRuntime struct{}
 
-func (plainRuntime) Relist(context.Context) *kubecontainer.Snapshot { return kubecontainer.NewSnapshot(time.Now()) }
+func (plainRuntime) Relist(context.Context) *kubecontainer.Snapshot {
+	return kubecontainer.NewSnapshot(time.Now())
+}
 func (plainRuntime) Inventory(context.Context) (*kubecontainer.Inventory, error) {
 	return &kubecontainer.Inventory{}, nil
 }
-func (plainRuntime) Info(context.Context) (kubecontainer.Info, error) { return kubecontainer.Info{}, nil }
-func (plainRuntime) Close() error                                     { return nil }
+func (plainRuntime) Info(context.Context) (kubecontainer.Info, error) {
+	return kubecontainer.Info{}, nil
+}
+func (plainRuntime) Close() error { return nil }
 
 type stubInspector struct {
 	plainRuntime

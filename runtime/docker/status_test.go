@@ -386,7 +386,7 @@ func TestInspectPodMalformed(t *testing.T) {
 	for name, tc := range map[string]struct {
 		path, body, rpc, want string
 	}{
-		"sandbox inspect": {"/containers/" + newSB + "/json", `{"Id": "x", "Name": [}`, kubecontainer.RPCPodSandboxStatus, "malformed answer"},
+		"sandbox inspect":             {"/containers/" + newSB + "/json", `{"Id": "x", "Name": [}`, kubecontainer.RPCPodSandboxStatus, "malformed answer"},
 		"container inspect truncated": {"/containers/" + appCT + "/json", `{"Id": "x", "Name": "/k8s_`, kubecontainer.RPCContainerStatus, "malformed answer"},
 		"inspect of nothing":          {"/containers/" + appCT + "/json", `{}`, kubecontainer.RPCContainerStatus, "no container in it"},
 		"sandbox list":                {"/containers/json", `{"not":"a list"}`, kubecontainer.RPCListPodSandbox, "decode container list"},
