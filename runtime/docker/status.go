@@ -116,15 +116,14 @@ func (p *podInspection) run(uid string) {
 	// The kubelet sorts them newest first (getSandboxIDByPodUID); Docker's
 	// own order, newest first too at a finer grain, breaks ties.
 	sort.SliceStable(sandboxes, func(i, j int) bool { return sandboxes[i].created > sandboxes[j].created })
-	for _, s := range sandboxes {
-		p.ins.Sandboxes = append(p.ins.Sandboxes, s.id)
-	}
 	if len(sandboxes) > 0 {
 		p.ins.Namespace, p.ins.Name = sandboxes[0].namespace, sandboxes[0].name
 	}
 
-	// 2. PodSandboxStatus of each, newest first.
+	// 2. PodSandboxStatus of each, newest first; Sandboxes are those
+	// inspected, as the CRI client's.
 	for _, s := range sandboxes {
+		p.ins.Sandboxes = append(p.ins.Sandboxes, s.id)
 		if !p.call(kubecontainer.RPCPodSandboxStatus, s.id, func(ctx context.Context) error {
 			return p.c.sandboxStatus(ctx, s.id)
 		}) {

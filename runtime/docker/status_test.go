@@ -325,6 +325,9 @@ func TestInspectPodHangHitsTheDeadline(t *testing.T) {
 	if ins.Failed.Duration < timeout || ins.Failed.Duration > timeout+2*time.Second {
 		t.Errorf("the hung call took %v, the deadline is %v", ins.Failed.Duration, timeout)
 	}
+	if fmt.Sprint(ins.Sandboxes) != fmt.Sprint([]string{newSB}) || ins.Containers != nil {
+		t.Errorf("inspected sandboxes %v, containers %v", ins.Sandboxes, ins.Containers)
+	}
 	if fmt.Sprint(calls(ins)) != "[ListPodSandbox PodSandboxStatus a0002 DeadlineExceeded]" || len(ended) != 2 {
 		t.Errorf("calls %v, %d ended", calls(ins), len(ended))
 	}
