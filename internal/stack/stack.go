@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/criproxy"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -56,6 +57,9 @@ type Options struct {
 	FeatureGates map[string]bool
 	// KubeletIntoOverflow: see testenv.KubeletOptions.StartIntoOverflow.
 	KubeletIntoOverflow bool
+	// CRIProxy puts a fault-injecting CRI proxy (Stack.Proxy) between the
+	// containerd and both the kubelet and the exporter.
+	CRIProxy bool
 }
 
 // Proc is a process the stack started.
@@ -75,6 +79,7 @@ type Stack struct {
 	Containerd   *testenv.Containerd
 	Dockerd      *testenv.Dockerd
 	Kubelet      *testenv.Kubelet
+	Proxy        *criproxy.Proxy // with Options.CRIProxy
 	Exporter     *Proc
 	Prometheus   *Proc
 	Alertmanager *Proc
@@ -117,16 +122,27 @@ func Start(o Options) (s *Stack, err error) {
 			return nil, err
 		}
 	}
+	endpoint := s.Containerd.Endpoint()
+	if o.CRIProxy {
+		if s.Proxy, err = criproxy.Start(filepath.Join(o.Dir, "criproxy.sock"), endpoint); err != nil {
+			return nil, err
+		}
+		endpoint = s.Proxy.Endpoint()
+	}
 	if o.Kubelet != "" {
+		kubeletEndpoint := ""
+		if s.Proxy != nil {
+			kubeletEndpoint = endpoint
+		}
 		if s.Kubelet, err = testenv.StartKubelet(testenv.KubeletOptions{
-			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd,
+			Binary: o.Kubelet, Dir: filepath.Join(o.Dir, "kubelet"), Runtime: s.Containerd, RuntimeEndpoint: kubeletEndpoint,
 			MinContainerTTL: o.MinContainerTTL, FeatureGates: o.FeatureGates, StartIntoOverflow: o.KubeletIntoOverflow,
 		}); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(o.Log, "kubelet %s ready: read-only port %s, log %s\n", testenv.KubeletVersion, s.Kubelet.ReadOnlyAddr, s.Kubelet.LogPath)
 	}
-	args := []string{"--runtime.endpoint=" + s.Containerd.Endpoint(), "--relist.interval=" + o.RelistInterval, "--docker.host=none", "--collector.namespaces"}
+	args := []string{"--runtime.endpoint=" + endpoint, "--relist.interval=" + o.RelistInterval, "--docker.host=none", "--collector.namespaces"}
 	if o.WithDocker {
 		if s.Dockerd, err = testenv.StartDockerd(filepath.Join(o.Dir, "docker")); err != nil {
 			return nil, err
@@ -296,6 +312,9 @@ func (s *Stack) Stop() {
 		if err := s.Kubelet.Stop(); err != nil {
 			fmt.Fprintf(s.opts.Log, "kubelet teardown: %v\n", err)
 		}
+	}
+	if s.Proxy != nil {
+		s.Proxy.Close()
 	}
 	if s.Dockerd != nil {
 		s.Dockerd.Stop()

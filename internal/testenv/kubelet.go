@@ -40,6 +40,10 @@ type KubeletOptions struct {
 	Dir    string // its root dir, certificates, manifests, logs and config
 	// Runtime is the private containerd it manages.
 	Runtime *Containerd
+	// RuntimeEndpoint, when set, is where the kubelet talks CRI (runtime
+	// and image service) instead of Runtime's socket: a proxy in front of
+	// it. Teardown still goes to Runtime directly.
+	RuntimeEndpoint string
 	// MinContainerTTL keeps exited containers from the kubelet's container
 	// GC for this long (--minimum-container-ttl-duration): the harness
 	// creates pods through the CRI that the kubelet does not know, and their
@@ -155,8 +159,15 @@ evictionHard:
   nodefs.available: "0%%"
   nodefs.inodesFree: "0%%"
   imagefs.available: "0%%"
-`, "unix://"+o.Runtime.Socket, cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
+`, kubeletEndpoint(o), cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
 		ports[0], ports[1], ports[2]) + featureGates(o.FeatureGates)
+}
+
+func kubeletEndpoint(o KubeletOptions) string {
+	if o.RuntimeEndpoint != "" {
+		return o.RuntimeEndpoint
+	}
+	return "unix://" + o.Runtime.Socket
 }
 
 func featureGates(gates map[string]bool) string {
