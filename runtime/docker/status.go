@@ -75,9 +75,14 @@ func statusFilter(kind, uid string) string {
 // that Docker no longer knows (404) is skipped, as the kubelet skips
 // NotFound; any other error ends the inspection.
 //
-// (cri-dockerd itself returns Docker's 404 without a gRPC code, so the
-// kubelet sees Unknown and retries the pod at the next relist; the exporter
-// follows the kubelet's contract, which NotFound is for.)
+// Where cri-dockerd differs, this follows the PodInspector contract: it
+// passes Docker's 404 on as a plain error, which gRPC sends as Unknown (a
+// kubelet on cri-dockerd fails that pod's inspection and retries it at the
+// next relist), and it ends a hung Docker call at its own timeout (2m-1s
+// unless --runtime-request-timeout says otherwise), a second before the
+// kubelet's deadline, as Unknown "operation timeout". On a cri-dockerd node
+// the CRI client answers the status pass (runtime/detect) and sees those
+// codes itself.
 func (c *Client) InspectPod(ctx context.Context, uid string, track kubecontainer.CallTracker) kubecontainer.PodInspection {
 	p := &podInspection{c: c, ctx: ctx, track: track, ins: kubecontainer.PodInspection{UID: uid, Start: time.Now()}}
 	p.run(uid)
