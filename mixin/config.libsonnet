@@ -55,6 +55,34 @@
     plegProbeTimeoutsWindow: '5m',
     plegProbeTimeoutsThreshold: 2,
 
+    // The status pass: the kubelet's GetPodStatus of every changed pod (and
+    // every pod whose inspection failed), one call after another, each with
+    // a 2m deadline, before its next relist. One call that hangs makes
+    // every relist 2m longer; a second such pod turns the node NotReady.
+    // A status call in flight longer than this hangs: with 15s scrape and
+    // evaluation it reaches Alertmanager at most 85s after the kubelet's
+    // own hung relist started (the exporter's call starts within its 10s
+    // interval, passes 30s, one scrape, one evaluation, the for), 95s before
+    // two such pods turn the node NotReady. Healthy calls take milliseconds.
+    plegStatusCallHangingSeconds: 30,
+    plegStatusCallHangingFor: '15s',
+    // Bridges the gap between one hung call's deadline and the same pod's
+    // next hung call (the rest of the pass, --relist.interval, 30s), so one
+    // stuck pod is one alert, not one per relist. PLEGRelistStalled and
+    // PLEGKubeletStalled hold back as long as it holds: the stall is this.
+    plegStatusCallHangingKeepFiringFor: '2m',
+    // Pods the kubelet inspects again at every relist because their latest
+    // inspection failed. A race with a pod going away clears at the next
+    // relist; a pod failing for this long is stuck.
+    plegReinspectPodsWarning: 1,
+    plegReinspectPodsFor: '10m',
+    // The kubelet's expected relist age, lists + status pass + its 1s period
+    // + lists, within this margin of its threshold. One pod that hangs
+    // (120s) is inside it, a busy node's pass of seconds far outside.
+    kubeletPlegRelistPeriodSeconds: 1,
+    plegStatusPassMarginSeconds: 90,
+    plegStatusPassNearThresholdFor: '1m',
+
     // A kubelet whose PLEG never relisted since it started
     // (kubelet_pleg_last_seen_seconds stays 0): restarted into an overflow,
     // or started before its runtime answers. It reports "pleg has yet to be

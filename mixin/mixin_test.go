@@ -180,6 +180,23 @@ func knownMetrics(t *testing.T) map[string]bool {
 			}
 		}
 	}
+	// What the collector declares, for metrics newer than the golden files
+	// (a typo in the mixin still fails: the name must be in the source).
+	sources, _ := filepath.Glob(filepath.Join(root, "collector", "*.go"))
+	for _, f := range sources {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, _ := os.ReadFile(f)
+		for _, m := range declaredRE.FindAllSubmatch(b, -1) {
+			known[string(m[1])] = true
+		}
+		for _, m := range histogramRE.FindAllSubmatch(b, -1) {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				known[string(m[1])+s] = true
+			}
+		}
+	}
 	for _, g := range loadRules(t, "mixin/generated/prometheus_rules.yaml").Groups {
 		for _, r := range g.Rules {
 			known[r.Record] = true
@@ -187,6 +204,11 @@ func knownMetrics(t *testing.T) map[string]bool {
 	}
 	return known
 }
+
+var (
+	declaredRE  = regexp.MustCompile(`(?:NewDesc\(|Name:)\s*"(pleg_[a-z0-9_]+)"`)
+	histogramRE = regexp.MustCompile(`HistogramOpts\{\s*Name:\s*"(pleg_[a-z0-9_]+)"`)
+)
 
 func metricNames(expr string) []string {
 	var out []string

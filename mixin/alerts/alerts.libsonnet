@@ -1,6 +1,12 @@
 {
   local c = $._config,
   local sel = c.plegExporterSelector,
+  // A status call on the node hung within the last keep-firing window:
+  // PLEGStatusCallHanging fires or still holds. The stall and reinspection
+  // alerts it explains hold back meanwhile (one page for one stuck pod).
+  local statusCallHung = |||
+    max_over_time(pleg_relist_status_in_flight_seconds{%(plegExporterSelector)s}[%(plegStatusCallHangingKeepFiringFor)s]) > %(plegStatusCallHangingSeconds)d
+  ||| % c,
 
   prometheusAlerts+:: {
     groups+: [
@@ -11,14 +17,20 @@
             alert: 'PLEGRelistStalled',
             expr: |||
               (
-                pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
-                  and on (%(clusterLabel)s, %(nodeLabel)s)
-                instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
-                or
-                pleg_last_seen_seconds{%(plegExporterSelector)s}
+                (
+                  pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
+                    and on (%(clusterLabel)s, %(nodeLabel)s)
+                  instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+                  or
+                  pleg_last_seen_seconds{%(plegExporterSelector)s}
+                )
+                  > %(plegStallWarningSeconds)d
               )
-                > %(plegStallWarningSeconds)d
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
             annotations: {
@@ -30,14 +42,20 @@
             alert: 'PLEGRelistStalled',
             expr: |||
               (
-                pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
-                  and on (%(clusterLabel)s, %(nodeLabel)s)
-                instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
-                or
-                pleg_last_seen_seconds{%(plegExporterSelector)s}
+                (
+                  pleg_streaming_last_seen_seconds{%(plegExporterSelector)s}
+                    and on (%(clusterLabel)s, %(nodeLabel)s)
+                  instance:pleg_kubelet_list_streaming:bool{%(plegExporterSelector)s}
+                  or
+                  pleg_last_seen_seconds{%(plegExporterSelector)s}
+                )
+                  > %(plegStallCriticalSeconds)d
               )
-                > %(plegStallCriticalSeconds)d
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
@@ -181,6 +199,59 @@
             },
           },
           {
+            alert: 'PLEGStatusCallHanging',
+            expr: |||
+              pleg_relist_status_in_flight_seconds{%(plegExporterSelector)s} > %(plegStatusCallHangingSeconds)d
+            ||| % c,
+            'for': c.plegStatusCallHangingFor,
+            keep_firing_for: c.plegStatusCallHangingKeepFiringFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'A status call of the relist hangs; the kubelet waits 2m for it every relist, and one more such pod turns the node NotReady.',
+              description: 'A {{ $labels.rpc }} call on {{ $labels.%(nodeLabel)s }} has waited {{ $value | humanizeDuration }} for the runtime. The kubelet makes the same call for the same pod in every relist and waits up to its 2m deadline before it relists again: a second pod that hangs pushes its relist past %(kubeletPlegThresholdSeconds)ds and the node turns NotReady. Find the stuck shim of that pod (pleg_exporter diagnose names it).' % c,
+            },
+          },
+          {
+            alert: 'PLEGStatusPassNearThreshold',
+            expr: |||
+              (
+                2 * pleg_relist_duration_seconds{%(plegExporterSelector)s}
+                + %(kubeletPlegRelistPeriodSeconds)d
+                + (
+                  max without (rpc) (pleg_relist_status_in_flight_seconds{%(plegExporterSelector)s})
+                    > pleg_relist_status_last_duration_seconds{%(plegExporterSelector)s}
+                  or
+                  pleg_relist_status_last_duration_seconds{%(plegExporterSelector)s}
+                )
+              )
+                > pleg_relist_threshold_seconds{%(plegExporterSelector)s} - %(plegStatusPassMarginSeconds)d
+            ||| % c,
+            'for': c.plegStatusPassNearThresholdFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'The kubelet relist with its per-pod status calls comes within %(plegStatusPassMarginSeconds)ds of the PLEG threshold.' % c,
+              description: 'Lists, status pass, the kubelet period and the next lists come to {{ $value | humanizeDuration }} per relist on {{ $labels.%(nodeLabel)s }} (the latest status pass, or the call in flight when longer); at %(kubeletPlegThresholdSeconds)ds the node turns NotReady. A pod whose status call hangs costs 2m a relist, every changed pod a status call per container.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPodsReinspected',
+            expr: |||
+              (
+                pleg_relist_reinspect_pods{%(plegExporterSelector)s} >= %(plegReinspectPodsWarning)d
+              )
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
+            'for': c.plegReinspectPodsFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Pods fail their status inspection relist after relist; the kubelet ignores their events meanwhile.',
+              description: '{{ $value }} pods on {{ $labels.%(nodeLabel)s }} failed their latest inspection for over %(plegReinspectPodsFor)s: the kubelet inspects them again at every relist and drops their events until one succeeds, so their status in the API stands still. pleg_exporter diagnose names them and the call that failed.' % c,
+            },
+          },
+          {
             alert: 'PLEGRuntimeDown',
             expr: |||
               pleg_runtime_up{%(plegExporterSelector)s} == 0
@@ -225,10 +296,16 @@
           {
             alert: 'PLEGKubeletStalled',
             expr: |||
-              (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallWarningSeconds)d
-              and
-              kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
-            ||| % c,
+              (
+                (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallWarningSeconds)d
+                and
+                kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
+              )
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
             annotations: {
@@ -239,10 +316,16 @@
           {
             alert: 'PLEGKubeletStalled',
             expr: |||
-              (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallCriticalSeconds)d
-              and
-              kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
-            ||| % c,
+              (
+                (time() - kubelet_pleg_last_seen_seconds{%(kubeletSelector)s}) > %(kubeletPlegStallCriticalSeconds)d
+                and
+                kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} > 0
+              )
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
