@@ -1,0 +1,332 @@
+// Command listbench measures the list part of the relist,
+// pleg_relist_duration_seconds (the two unfiltered calls, nothing else), of
+// two exporter binaries against one real containerd, side by side.
+//
+// It starts a private containerd (internal/testenv: its own directories,
+// never a system daemon), fills it with never-started containers of a fixed
+// size (by default 3,000 of ~1.8 KB, a 5.3 MB ListContainers answer), then
+// runs the binaries in turn, A B A B ..., each for --relists relists at
+// --relist.interval 1s with every feature on (namespace metrics, status
+// probes; the churn is always on where the binary has it). From each run it
+// reads pleg_relist_duration_seconds after every relist (a scrape whenever
+// pleg_relists_total moves) and the exporter's CPU time over the measured
+// relists (/proc/PID/stat). It prints each run's median, each binary's
+// median of its run medians, and the A/B ratio taken round by round.
+//
+// With no --a it only starts and fills the runtime and waits for Ctrl-C,
+// printing the endpoint (for go test -bench against the real socket, see
+// runtime/cri/bench_test.go's CRI_BENCH_ENDPOINT).
+//
+//	go run ./internal/cmd/listbench --a ./new --b ./old --rounds 3 --relists 30
+//
+// Root only (containerd). make bench-relist builds the binaries and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+var (
+	binA       = flag.String("a", "", "exporter binary A (the one under test)")
+	binB       = flag.String("b", "", "exporter binary B (the baseline)")
+	nameA      = flag.String("a-name", "A", "A's name in the report")
+	nameB      = flag.String("b-name", "B", "B's name in the report")
+	endpoint   = flag.String("endpoint", "", "use this CRI endpoint instead of starting and filling a private containerd")
+	dir        = flag.String("dir", "", "directory of the private containerd (default: a temp dir)")
+	containers = flag.Int("containers", 3000, "containers to create")
+	pods       = flag.Int("pods", 30, "pods (ready sandboxes) to spread them over")
+	padding    = flag.Int("padding", 1050, "bytes of one extra annotation on each container")
+	rounds     = flag.Int("rounds", 3, "A B pairs, alternated")
+	relists    = flag.Int("relists", 30, "relists measured per run")
+	warmup     = flag.Int("warmup", 3, "relists discarded at the start of each run")
+	interval   = flag.String("interval", "1s", "--relist.interval of the exporters")
+	dump       = flag.String("dump", "", "write the two unfiltered answers to DIR/sandboxes.pb and DIR/containers.pb (for CRI_BENCH_ANSWERS)")
+	extra      = flag.String("args", "--collector.namespaces --probe.max-per-cycle=10 --web.disable-exporter-metrics --log.level=warn",
+		"flags given to both exporters besides the endpoint, listen address and interval")
+)
+
+func main() {
+	flag.Parse()
+	testenv.CleanLeftoversOrExit()
+	ep := *endpoint
+	if ep == "" {
+		d := *dir
+		if d == "" {
+			var err error
+			d, err = os.MkdirTemp("", "listbench")
+			check(err)
+		}
+		ctd, err := testenv.StartContainerd(d)
+		check(err)
+		ctd.SkipPodRemoval = true // thousands of containers: kill, do not remove one by one
+		defer ctd.Stop()
+		stopOnSignal(ctd)
+		t0 := time.Now()
+		check(populate(ctd, d))
+		logf("filled %d containers in %d pods in %s", *containers, *pods, time.Since(t0).Round(time.Second))
+		ep = ctd.Endpoint()
+	}
+	sizes(ep)
+	if *binA == "" {
+		logf("runtime at %s; Ctrl-C stops it", ep)
+		select {}
+	}
+	check(compare(ep))
+}
+
+var stopping sync.Mutex
+
+func stopOnSignal(ctd *testenv.Containerd) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		stopping.Lock() // no exit half way through a run's cleanup
+		ctd.Stop()
+		os.Exit(1)
+	}()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "listbench: "+format+"\n", args...)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listbench:", err)
+		os.Exit(1)
+	}
+}
+
+// populate makes the pods, then the containers, eight at a time, never
+// started (no shim, no process: only the runtime's records), with unique
+// names and a padding annotation.
+func populate(ctd *testenv.Containerd, d string) error {
+	cc, err := ctd.Dial(256 << 20)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	pc := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(d, "pod-logs")}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	namespaces := []string{"default", "kube-system", "batch-jobs"}
+	var ps []*testenv.Pod
+	for i := 0; i < *pods; i++ {
+		p, err := pc.RunPod(ctx, namespaces[i%len(namespaces)], fmt.Sprintf("worker-%d", i))
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	ann := map[string]string{"example.com/payload": strings.Repeat("p", *padding)}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < *containers; i += 8 {
+				spec := testenv.ContainerSpec{Name: fmt.Sprintf("job-%d", i), ExtraAnnotations: ann}
+				if _, err := pc.CreateContainer(ctx, ps[i%len(ps)], spec); err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+				if i%500 == 0 {
+					logf("%d containers", i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// sizes prints the two unfiltered answers' sizes, as a client receives them.
+func sizes(ep string) {
+	path := strings.TrimPrefix(ep, "unix://")
+	cc, err := (&testenv.Containerd{Socket: path}).Dial(1 << 30)
+	check(err)
+	defer cc.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(cc)
+	ctx := context.Background()
+	sb, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	check(err)
+	ct, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+	check(err)
+	if *dump != "" {
+		check(os.MkdirAll(*dump, 0o755))
+		for name, m := range map[string]proto.Message{"sandboxes.pb": sb, "containers.pb": ct} {
+			b, err := proto.Marshal(m)
+			check(err)
+			check(os.WriteFile(filepath.Join(*dump, name), b, 0o644))
+		}
+	}
+	n := len(ct.GetContainers())
+	size := proto.Size(ct)
+	logf("ListPodSandbox: %d sandboxes, %d bytes; ListContainers: %d containers, %d bytes (%.2f MB, %d bytes each)",
+		len(sb.GetItems()), proto.Size(sb), n, size, float64(size)/1e6, size/max(n, 1))
+}
+
+// run is one exporter process's measured relists.
+type run struct {
+	bin       string
+	durations []float64 // seconds, one per relist
+	cpu       float64   // exporter CPU seconds over the measured relists
+}
+
+func (r run) median() float64 { return median(r.durations) }
+
+func compare(ep string) error {
+	var as, bs []run
+	for i := 0; i < *rounds; i++ {
+		for _, side := range []struct {
+			bin, name string
+			out       *[]run
+		}{{*binA, *nameA, &as}, {*binB, *nameB, &bs}} {
+			r, err := measure(ep, side.bin)
+			if err != nil {
+				return fmt.Errorf("%s: %w", side.name, err)
+			}
+			logf("round %d %s: median %.2f ms over %d relists, %.2f ms CPU per relist", i+1, side.name,
+				1e3*r.median(), len(r.durations), 1e3*r.cpu/float64(len(r.durations)))
+			*side.out = append(*side.out, r)
+		}
+	}
+	fmt.Printf("| run | %s median | %s median | %s / %s |\n|---:|---:|---:|---:|\n", *nameA, *nameB, *nameA, *nameB)
+	var ratios, cpuRatios, ma, mb, ca, cb []float64
+	for i := range as {
+		a, b := as[i].median(), bs[i].median()
+		ratios = append(ratios, a/b)
+		ma, mb = append(ma, a), append(mb, b)
+		pa, pb := as[i].cpu/float64(len(as[i].durations)), bs[i].cpu/float64(len(bs[i].durations))
+		ca, cb = append(ca, pa), append(cb, pb)
+		cpuRatios = append(cpuRatios, pa/pb)
+		fmt.Printf("| %d | %.2f ms | %.2f ms | %.3f |\n", i+1, 1e3*a, 1e3*b, a/b)
+	}
+	fmt.Printf("\npleg_relist_duration_seconds, median of the run medians: %s %.2f ms, %s %.2f ms; median of the round ratios %s/%s = %.3f\n",
+		*nameA, 1e3*median(ma), *nameB, 1e3*median(mb), *nameA, *nameB, median(ratios))
+	fmt.Printf("exporter CPU per relist (whole process, scrapes included), median: %s %.2f ms, %s %.2f ms; ratio %.3f\n",
+		*nameA, 1e3*median(ca), *nameB, 1e3*median(cb), median(cpuRatios))
+	return nil
+}
+
+// measure starts bin against ep and reads the duration of every relist
+// after the warm-up until it has *relists of them.
+func measure(ep, bin string) (run, error) {
+	stopping.Lock()
+	defer stopping.Unlock()
+	addr, err := freeAddr()
+	if err != nil {
+		return run{}, err
+	}
+	args := append([]string{"--runtime=cri", "--runtime.endpoint=" + ep, "--web.listen-address=" + addr,
+		"--relist.interval=" + *interval}, strings.Fields(*extra)...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return run{}, err
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	url := "http://" + addr + "/metrics"
+	r := run{bin: bin}
+	last := -1.0
+	var cpu0 float64
+	deadline := time.Now().Add(time.Duration(*relists+*warmup+10) * 5 * time.Second)
+	for len(r.durations) < *relists {
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("only %d relists measured before the deadline", len(r.durations))
+		}
+		time.Sleep(100 * time.Millisecond)
+		ms, err := testenv.ScrapeMetrics(url)
+		if err != nil {
+			continue // not listening yet
+		}
+		total, ok := testenv.Gauge(ms, "pleg_relists_total", nil)
+		if !ok || total == last {
+			continue
+		}
+		d, ok := testenv.Gauge(ms, "pleg_relist_duration_seconds", nil)
+		if !ok {
+			continue // no relist finished yet
+		}
+		if mf := ms["pleg_relist_errors_total"]; mf != nil {
+			for _, m := range mf.GetMetric() {
+				if v := m.GetCounter().GetValue(); v > 0 {
+					return r, fmt.Errorf("%v relists failed: %v", v, m.GetLabel())
+				}
+			}
+		}
+		if last >= 0 && total != last+1 {
+			logf("missed a relist (%v to %v): scrapes too slow", last, total)
+		}
+		last = total
+		switch {
+		case int(total) == *warmup:
+			cpu0 = cpuSeconds(cmd.Process.Pid)
+		case int(total) > *warmup:
+			r.durations = append(r.durations, d)
+		}
+	}
+	r.cpu = cpuSeconds(cmd.Process.Pid) - cpu0
+	return r, nil
+}
+
+// cpuSeconds is the user + system time of a process so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	// fields after the command: state(0) ... utime(11) stime(12)
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
