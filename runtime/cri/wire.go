@@ -120,21 +120,22 @@ var errMalformed = errors.New("malformed list answer")
 
 // scanList scans a whole answer held in memory (tests, fuzzing).
 func scanList(b []byte, s *listSummary) error {
-	r := mem.BufferSlice{mem.SliceBuffer(b)}.Reader()
-	defer r.Close()
-	return scanReader(r, s)
+	return scanBuffers(mem.BufferSlice{mem.SliceBuffer(b)}, s)
 }
 
-// scanReader walks the answer as gRPC received it, a chain of frame
-// buffers, without joining them: each item (a few KiB) is copied into one
-// reused scratch buffer and scanned there, and every consumed frame buffer
-// goes back to gRPC's pool. So the answer is held in memory once, not twice.
-func scanReader(r *mem.Reader, s *listSummary) error {
-	s.Size += r.Remaining()
+// scanBuffers walks the answer as gRPC received it, a chain of frame
+// buffers (16 KiB each, one per HTTP/2 data frame), without joining them:
+// an item that lies within one buffer, most of them, is scanned where it
+// is; only an item that straddles two is copied, into one reused scratch
+// buffer. So the answer is held in memory once, as gRPC holds it, and each
+// byte is read once. (gRPC frees the buffers when Unmarshal returns.)
+func scanBuffers(data mem.BufferSlice, s *listSummary) error {
+	c := wireCursor{bufs: data, left: data.Len()}
+	s.Size += c.left
 	var scratch []byte
-	for r.Remaining() > 0 {
-		tag, err := binary.ReadUvarint(r)
-		if err != nil {
+	for c.left > 0 {
+		tag, ok := c.uvarint()
+		if !ok {
 			return errMalformed
 		}
 		num, typ := protowire.DecodeTag(tag)
@@ -143,39 +144,32 @@ func scanReader(r *mem.Reader, s *listSummary) error {
 		}
 		switch typ {
 		case protowire.VarintType:
-			if _, err := binary.ReadUvarint(r); err != nil {
+			if _, ok := c.uvarint(); !ok {
 				return errMalformed
 			}
-		case protowire.Fixed32Type, protowire.Fixed64Type:
-			n := 4
-			if typ == protowire.Fixed64Type {
-				n = 8
+		case protowire.Fixed32Type:
+			if !c.skip(4) {
+				return errMalformed
 			}
-			if err := skip(r, n, &scratch); err != nil {
-				return err
+		case protowire.Fixed64Type:
+			if !c.skip(8) {
+				return errMalformed
 			}
 		case protowire.BytesType:
-			l, err := binary.ReadUvarint(r)
-			if err != nil || l > uint64(r.Remaining()) {
+			l, ok := c.uvarint()
+			if !ok || l > uint64(c.left) {
 				return errMalformed
 			}
 			if num != listItemsField {
-				if err := skip(r, int(l), &scratch); err != nil {
-					return err
-				}
+				c.skip(int(l))
 				continue
 			}
-			if cap(scratch) < int(l) {
-				scratch = make([]byte, l)
-			}
-			body := scratch[:l]
-			if _, err := io.ReadFull(r, body); err != nil {
-				return errMalformed
-			}
+			body := c.take(int(l), &scratch)
 			// One Item reused for every item: handed to a callback, a
 			// fresh one would escape to the heap once per item.
 			it := &s.item
 			*it = Item{}
+			var err error
 			if s.sandboxes {
 				err = scanSandbox(body, s.fields, it)
 			} else {
@@ -196,149 +190,259 @@ func scanReader(r *mem.Reader, s *listSummary) error {
 	return nil
 }
 
-func skip(r *mem.Reader, n int, scratch *[]byte) error {
-	if n > r.Remaining() {
-		return errMalformed
-	}
-	if cap(*scratch) < 4096 {
-		*scratch = make([]byte, 4096)
-	}
-	for n > 0 {
-		m, err := r.Read((*scratch)[:min(n, cap(*scratch))])
-		if err != nil {
-			return errMalformed
-		}
-		n -= m
-	}
-	return nil
+// wireCursor reads a BufferSlice front to back.
+type wireCursor struct {
+	bufs mem.BufferSlice
+	next int    // the buffer after cur
+	cur  []byte // what is unread of the current buffer
+	left int    // bytes unread in all
 }
 
-// field is one field of a message as protowire reads it.
-type field struct {
-	num    protowire.Number
-	typ    protowire.Type
-	varint uint64 // VarintType
-	bytes  []byte // BytesType
+// more makes cur non-empty unless everything was read.
+func (c *wireCursor) more() bool {
+	for len(c.cur) == 0 && c.next < len(c.bufs) {
+		c.cur = c.bufs[c.next].ReadOnlyData()
+		c.next++
+	}
+	return len(c.cur) > 0
 }
 
-// eachField calls fn for every varint and length-delimited field of a
-// message and skips the rest; it stops at the first malformed byte.
-func eachField(b []byte, fn func(f field) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+func (c *wireCursor) uvarint() (uint64, bool) {
+	c.more()
+	if len(c.cur) >= binary.MaxVarintLen64 || (len(c.cur) > 0 && c.cur[len(c.cur)-1] < 0x80) {
+		// Within this buffer (its last byte ends any varint that reaches it).
+		v, n := protowire.ConsumeVarint(c.cur)
 		if n < 0 {
-			return errMalformed
+			return 0, false
 		}
-		b = b[n:]
-		f := field{num: num, typ: typ}
-		switch typ {
-		case protowire.VarintType:
-			f.varint, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			f.bytes, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
-		if err := fn(f); err != nil {
-			return err
+		c.cur, c.left = c.cur[n:], c.left-n
+		return v, true
+	}
+	var b [binary.MaxVarintLen64]byte
+	n := 0
+	for n < len(b) && c.more() {
+		b[n] = c.cur[0]
+		c.cur, c.left = c.cur[1:], c.left-1
+		n++
+		if b[n-1] < 0x80 {
+			v, m := protowire.ConsumeVarint(b[:n])
+			return v, m == n
 		}
 	}
-	return nil
+	return 0, false
+}
+
+// take returns the next n bytes (n <= left): in place when they lie in the
+// current buffer, else copied into *scratch.
+func (c *wireCursor) take(n int, scratch *[]byte) []byte {
+	c.more()
+	if len(c.cur) >= n {
+		b := c.cur[:n]
+		c.cur, c.left = c.cur[n:], c.left-n
+		return b
+	}
+	if cap(*scratch) < n {
+		*scratch = make([]byte, n)
+	}
+	b := (*scratch)[:n]
+	for off := 0; off < n && c.more(); {
+		m := copy(b[off:], c.cur)
+		c.cur, off = c.cur[m:], off+m
+	}
+	c.left -= n
+	return b
+}
+
+// skip passes n bytes unread.
+func (c *wireCursor) skip(n int) bool {
+	if n > c.left {
+		return false
+	}
+	c.left -= n
+	for n > 0 && c.more() {
+		m := min(n, len(c.cur))
+		c.cur, n = c.cur[m:], n-m
+	}
+	return true
+}
+
+// The item scanners are plain loops over the fields: a callback per field
+// cost as much as the rest of the scan. Fields of the wrong wire type are
+// skipped, as a decoder would reject them.
+
+// nextField reads one field's tag and value: a varint's value in v, a
+// length-delimited field's bytes in f; other types are skipped. It returns
+// the rest of the message, or ok false at a malformed byte.
+func nextField(b []byte) (num protowire.Number, typ protowire.Type, v uint64, f, rest []byte, ok bool) {
+	if len(b) > 0 && b[0] < 0x80 { // tags of the fields we read are one byte
+		num, typ, b = protowire.Number(b[0]>>3), protowire.Type(b[0]&7), b[1:]
+	} else {
+		var n int
+		if num, typ, n = protowire.ConsumeTag(b); n < 0 {
+			return 0, 0, 0, nil, nil, false
+		}
+		b = b[n:]
+	}
+	switch typ {
+	case protowire.VarintType:
+		if len(b) > 0 && b[0] < 0x80 {
+			return num, typ, uint64(b[0]), nil, b[1:], true
+		}
+		x, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return 0, 0, 0, nil, nil, false
+		}
+		return num, typ, x, nil, b[n:], true
+	case protowire.BytesType:
+		var l uint64
+		n := 1
+		if len(b) > 0 && b[0] < 0x80 {
+			l = uint64(b[0])
+		} else if l, n = protowire.ConsumeVarint(b); n < 0 {
+			return 0, 0, 0, nil, nil, false
+		}
+		if l > uint64(len(b)-n) {
+			return 0, 0, 0, nil, nil, false
+		}
+		return num, typ, 0, b[n : n+int(l)], b[n+int(l):], true
+	}
+	n := protowire.ConsumeFieldValue(num, typ, b)
+	if n < 0 {
+		return 0, 0, 0, nil, nil, false
+	}
+	return num, typ, 0, nil, b[n:], true
 }
 
 func scanContainer(b []byte, want Fields, it *Item) error {
 	labels := want&(FieldNamespace|FieldIdentity) != 0
-	return eachField(b, func(f field) error {
+	for len(b) > 0 {
+		num, typ, v, f, rest, ok := nextField(b)
+		if !ok {
+			return errMalformed
+		}
+		b = rest
+		if typ == protowire.VarintType {
+			switch {
+			case num == containerStateField:
+				it.State = int32(v)
+			case num == containerCreatedField && want&FieldCreated != 0:
+				it.CreatedAt = int64(v)
+			}
+			continue
+		}
+		if typ != protowire.BytesType {
+			continue
+		}
 		switch {
-		case f.num == containerStateField && f.typ == protowire.VarintType:
-			it.State = int32(f.varint)
-		case f.num == containerIDField && want&FieldID != 0:
-			it.ID = f.bytes
-		case f.num == containerCreatedField && want&FieldCreated != 0:
-			it.CreatedAt = int64(f.varint)
-		case f.num == containerSandboxIDField && want&(FieldIdentity|FieldSandboxID) != 0:
-			it.SandboxID = f.bytes
-		case f.num == containerMetadataField && want&FieldIdentity != 0:
-			return eachField(f.bytes, func(m field) error {
-				switch m.num {
-				case containerNameField:
-					it.Name = m.bytes
-				case containerAttemptField:
-					it.Attempt = uint32(m.varint)
-				}
-				return nil
-			})
-		case f.num == containerLabelsField && labels:
-			k, _ := stringField(f.bytes, mapKeyField)
+		case num == containerIDField && want&FieldID != 0:
+			it.ID = f
+		case num == containerSandboxIDField && want&(FieldIdentity|FieldSandboxID) != 0:
+			it.SandboxID = f
+		case num == containerMetadataField && want&FieldIdentity != 0:
+			if err := scanContainerMetadata(f, it); err != nil {
+				return err
+			}
+		case num == containerLabelsField && labels:
+			k, val, ok := mapEntry(f)
+			if !ok {
+				// An entry the decoder would reject: read nothing of it.
+				continue
+			}
 			switch {
 			case string(k) == namespaceLabel && want&FieldNamespace != 0:
-				it.Namespace, _ = stringField(f.bytes, mapValueField)
+				it.Namespace = val
 			case string(k) == podNameLabel && want&FieldIdentity != 0:
-				it.Pod, _ = stringField(f.bytes, mapValueField)
+				it.Pod = val
 			case string(k) == podUIDLabel && want&FieldIdentity != 0:
-				it.PodUID, _ = stringField(f.bytes, mapValueField)
+				it.PodUID = val
 			}
 		}
-		return nil
-	})
+	}
+	return nil
+}
+
+func scanContainerMetadata(b []byte, it *Item) error {
+	for len(b) > 0 {
+		num, typ, v, f, rest, ok := nextField(b)
+		if !ok {
+			return errMalformed
+		}
+		b = rest
+		switch {
+		case num == containerNameField && typ == protowire.BytesType:
+			it.Name = f
+		case num == containerAttemptField && typ == protowire.VarintType:
+			it.Attempt = uint32(v)
+		}
+	}
+	return nil
 }
 
 func scanSandbox(b []byte, want Fields, it *Item) error {
-	return eachField(b, func(f field) error {
-		switch {
-		case f.num == sandboxStateField && f.typ == protowire.VarintType:
-			it.State = int32(f.varint)
-		case f.num == sandboxIDField && want&FieldID != 0:
-			it.ID = f.bytes
-		case f.num == sandboxCreatedField && want&FieldCreated != 0:
-			it.CreatedAt = int64(f.varint)
-		case f.num == sandboxMetadataField && want&(FieldNamespace|FieldIdentity) != 0:
-			return eachField(f.bytes, func(m field) error {
-				switch {
-				case m.num == metadataNamespaceField && want&FieldNamespace != 0:
-					it.Namespace = m.bytes
-				case m.num == metadataNameField && want&FieldIdentity != 0:
-					it.Name, it.Pod = m.bytes, m.bytes
-				case m.num == metadataUIDField && want&FieldIdentity != 0:
-					it.PodUID = m.bytes
-				case m.num == metadataAttemptField && want&FieldIdentity != 0:
-					it.Attempt = uint32(m.varint)
-				}
-				return nil
-			})
+	for len(b) > 0 {
+		num, typ, v, f, rest, ok := nextField(b)
+		if !ok {
+			return errMalformed
 		}
-		return nil
-	})
+		b = rest
+		switch {
+		case num == sandboxStateField && typ == protowire.VarintType:
+			it.State = int32(v)
+		case num == sandboxIDField && typ == protowire.BytesType && want&FieldID != 0:
+			it.ID = f
+		case num == sandboxCreatedField && typ == protowire.VarintType && want&FieldCreated != 0:
+			it.CreatedAt = int64(v)
+		case num == sandboxMetadataField && typ == protowire.BytesType && want&(FieldNamespace|FieldIdentity) != 0:
+			if err := scanSandboxMetadata(f, want, it); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-// stringField returns the first length-delimited field num of a message.
-func stringField(b []byte, want protowire.Number) ([]byte, bool) {
+func scanSandboxMetadata(b []byte, want Fields, it *Item) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false
+		num, typ, v, f, rest, ok := nextField(b)
+		if !ok {
+			return errMalformed
 		}
-		b = b[n:]
-		if num == want && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			return v, m >= 0
+		b = rest
+		switch {
+		case num == metadataNamespaceField && typ == protowire.BytesType && want&FieldNamespace != 0:
+			it.Namespace = f
+		case num == metadataNameField && typ == protowire.BytesType && want&FieldIdentity != 0:
+			it.Name, it.Pod = f, f
+		case num == metadataUIDField && typ == protowire.BytesType && want&FieldIdentity != 0:
+			it.PodUID = f
+		case num == metadataAttemptField && typ == protowire.VarintType && want&FieldIdentity != 0:
+			it.Attempt = uint32(v)
 		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return nil, false
-		}
-		b = b[m:]
 	}
-	return nil, false
+	return nil
+}
+
+// mapEntry reads a map<string,string> entry's key and value: the first of
+// each, in one pass. ok is false at a malformed byte.
+func mapEntry(b []byte) (key, value []byte, ok bool) {
+	var haveKey, haveValue bool
+	for len(b) > 0 && !(haveKey && haveValue) {
+		num, typ, _, f, rest, ok := nextField(b)
+		if !ok {
+			return key, value, haveKey
+		}
+		b = rest
+		if typ != protowire.BytesType {
+			continue
+		}
+		switch {
+		case num == mapKeyField && !haveKey:
+			key, haveKey = f, true
+		case num == mapValueField && !haveValue:
+			value, haveValue = f, true
+		}
+	}
+	return key, value, haveKey
 }
 
 // rawCodec marshals requests as protobuf and hands list answers to the
@@ -365,9 +469,7 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
 	}
-	r := data.Reader()
-	defer r.Close()
-	return scanReader(r, s)
+	return scanBuffers(data, s)
 }
 
 var _ encoding.CodecV2 = rawCodec{}
