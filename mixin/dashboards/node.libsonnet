@@ -84,8 +84,38 @@
           's',
         ),
         g.timeseries(
+          'Status pass',
+          'The second half of the kubelet relist, as the exporter repeats it: GetPodStatus of every changed pod and every pod to reinspect, one call after another, each with a 2m deadline, against the two lists. Expected kubelet relist: lists + status pass (or the call in flight, when longer) + 1s + lists; at %(kubeletPlegThresholdSeconds)ds the node turns NotReady. A call in flight past the orange line hangs (PLEGStatusCallHanging); the expected relist past the red line is PLEGStatusPassNearThreshold.' % c,
+          [
+            g.target('max(pleg_relist_status_last_duration_seconds{%s})' % sel, 'status pass'),
+            g.target('max(pleg_relist_duration_seconds{%s})' % sel, 'lists', refId='B'),
+            g.target('max by (rpc) (pleg_relist_status_in_flight_seconds{%s})' % sel, 'in flight {{rpc}}', refId='C'),
+            g.target(|||
+              max(
+                2 * pleg_relist_duration_seconds{%(sel)s} + %(period)d
+                + (max without (rpc) (pleg_relist_status_in_flight_seconds{%(sel)s}) > pleg_relist_status_last_duration_seconds{%(sel)s}
+                   or pleg_relist_status_last_duration_seconds{%(sel)s})
+              )
+            ||| % { sel: sel, period: c.kubeletPlegRelistPeriodSeconds }, 'expected kubelet relist', refId='D'),
+          ],
+          's',
+          thresholdSteps=[[c.plegStatusCallHangingSeconds, 'orange'], [c.kubeletPlegThresholdSeconds - c.plegStatusPassMarginSeconds, 'red']],
+        ),
+        g.timeseries(
+          'Status pass: pods and calls',
+          'Pods the latest status pass inspected, the pods whose inspection failed and are inspected again at every relist (the kubelet ignores their events meanwhile), the pods listed at exporter start not inspected yet, the calls of the latest pass by RPC, and failed inspections by gRPC code. Pods to reinspect that stay are stuck pods: pleg_exporter diagnose and the exporter log name them.',
+          [
+            g.target('max(pleg_relist_status_pods{%s})' % sel, 'pods inspected'),
+            g.target('max(pleg_relist_reinspect_pods{%s})' % sel, 'pods to reinspect', refId='B'),
+            g.target('max(pleg_relist_status_pending_pods{%s})' % sel, 'not inspected yet (start-up)', refId='C'),
+            g.target('max by (rpc) (pleg_relist_status_calls{%s})' % sel, 'calls {{rpc}}', refId='D'),
+            g.target('sum by (code) (increase(pleg_relist_status_failures_total{%s}[$__rate_interval]))' % sel, 'failed inspections {{code}}', refId='E'),
+          ],
+          'short',
+        ),
+        g.timeseries(
           'Last seen vs threshold',
-          'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval.',
+          'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval. It includes the status pass: one status call that hangs makes it climb to about 2 minutes at every relist (see Status pass).',
           [
             g.target('max(instance:pleg_last_seen_seconds:kubelet_view{%s})' % sel, 'shadow relist'),
             g.target('max(time() - kubelet_pleg_last_seen_seconds{%s} and kubelet_pleg_last_seen_seconds{%s} > 0)' % [ksel, ksel], 'kubelet', refId='B'),
