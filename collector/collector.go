@@ -84,6 +84,30 @@ var (
 	streamMessageDesc = prometheus.NewDesc("pleg_relist_stream_message_max_bytes",
 		"Largest message of each list streamed (CRI list streaming: StreamPodSandboxes, StreamContainers), the most a kubelet with the CRIListStreaming gate receives at once: measured from the stream when the whole answer passes the payload limit, else the whole answer's size, which no message exceeds. Only for runtimes that stream.",
 		[]string{"rpc"}, nil)
+	statusLastDurationDesc = prometheus.NewDesc("pleg_relist_status_last_duration_seconds",
+		"Wall time of the latest finished status pass: the kubelet's GetPodStatus of every pod that changed or failed before (a filtered list and a status call per sandbox and container), one pod after another, after the lists and before the next relist. 0 when no pod was inspected.",
+		nil, nil)
+	statusPodsDesc = prometheus.NewDesc("pleg_relist_status_pods",
+		"Pods inspected in the latest finished status pass.",
+		nil, nil)
+	statusCallsDesc = prometheus.NewDesc("pleg_relist_status_calls",
+		"Runtime calls of the latest finished status pass, by RPC.",
+		[]string{"rpc"}, nil)
+	statusCallsTotalDesc = prometheus.NewDesc("pleg_relist_status_calls_total",
+		"Runtime calls of the status passes, by RPC: at most the kubelet's own for the same pods (it inspects a changed pod once per change, the exporter once per interval).",
+		[]string{"rpc"}, nil)
+	statusFailuresDesc = prometheus.NewDesc("pleg_relist_status_failures_total",
+		"Pod inspections that failed, by gRPC code of the call that failed (DeadlineExceeded: a status call hung for --relist.timeout, as the kubelet's does for its --runtime-request-timeout).",
+		[]string{"code"}, nil)
+	reinspectDesc = prometheus.NewDesc("pleg_relist_reinspect_pods",
+		"Pods whose latest inspection failed; like the kubelet (podsToReinspect), the next relist inspects them again, and each hung call costs every relist its deadline.",
+		nil, nil)
+	inFlightDesc = prometheus.NewDesc("pleg_relist_status_in_flight_seconds",
+		"Age of the status call under way now, by RPC (0 for the others), computed at scrape time: a call that hangs climbs towards --relist.timeout while pleg_last_seen_seconds grows with it.",
+		[]string{"rpc"}, nil)
+	pendingDesc = prometheus.NewDesc("pleg_relist_status_pending_pods",
+		"Pods that were already there when the exporter started and are not inspected yet (--relist.status.startup-pods a relist), and pods a pass cut short at the threshold did not reach.",
+		nil, nil)
 	infoDesc = prometheus.NewDesc("pleg_runtime_info",
 		"The container runtime the exporter relists through; streaming says whether it implements CRI list streaming (true, false, or unknown).",
 		[]string{"runtime", "version", "api_version", "streaming"}, nil)
@@ -98,6 +122,8 @@ type Config struct {
 	LimitBytes int64
 	// Probes exports the status probe metrics.
 	Probes bool
+	// Status exports the status pass metrics.
+	Status bool
 	// Now is the clock pleg_last_seen_seconds is computed with; nil means
 	// time.Now.
 	Now func() time.Time
@@ -113,6 +139,7 @@ type Collector struct {
 	changedPods   prometheus.Counter
 	probeLatency  *prometheus.HistogramVec
 	probeTimeouts *prometheus.CounterVec
+	passLatency   prometheus.Histogram
 
 	mu    sync.RWMutex
 	state pleg.State
@@ -146,6 +173,11 @@ func New(cfg Config) *Collector {
 			Help:    "Latency of the exporter's status calls (PodSandboxStatus, ContainerStatus) on notready sandboxes and unknown containers, the per-pod calls that hang on broken sandboxes and make one kubelet relist take minutes.",
 			Buckets: probeBuckets,
 		}, []string{"kind"}),
+		passLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pleg_relist_status_duration_seconds",
+			Help:    "Distribution of status pass durations, one per relist whose lists the kubelet would have accepted (0 when no pod changed): added to the lists' time, what the kubelet's kubelet_pleg_relist_duration_seconds measures.",
+			Buckets: LatencyBuckets,
+		}),
 		probeTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pleg_status_probe_timeouts_total",
 			Help: "Status probes that ran into their deadline (--probe.timeout): each such call costs the kubelet's relist up to its 2m runtime-request-timeout.",
@@ -167,6 +199,9 @@ func (c *Collector) Observe(st pleg.State) {
 			c.changedItems.Add(float64(st.Last.ChangedItems))
 			c.changedPods.Add(float64(st.Last.ChangedPods))
 		}
+	}
+	if st.Status.Passes != c.state.Status.Passes {
+		c.passLatency.Observe(st.Status.Last.Duration.Seconds())
 	}
 	c.state = st
 }
@@ -194,6 +229,13 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.probeLatency.Describe(ch)
 		c.probeTimeouts.Describe(ch)
 	}
+	if c.cfg.Status {
+		for _, d := range []*prometheus.Desc{statusLastDurationDesc, statusPodsDesc, statusCallsDesc, statusCallsTotalDesc,
+			statusFailuresDesc, reinspectDesc, inFlightDesc, pendingDesc} {
+			ch <- d
+		}
+		c.passLatency.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -220,6 +262,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if c.cfg.Probes {
 		c.probeLatency.Collect(ch)
 		c.probeTimeouts.Collect(ch)
+	}
+	if c.cfg.Status {
+		c.collectStatus(ch, st.Status)
 	}
 	if st.InfoKnown {
 		streaming := st.Info.Streaming
@@ -315,4 +360,30 @@ func namespaceSeries(stats []kubecontainer.NamespaceStat) []kubecontainer.Namesp
 		out[i].PayloadBytes += ns.PayloadBytes
 	}
 	return out
+}
+
+// collectStatus exports the status passes. Every RPC has its series from
+// the start, so a rate or an alert sees the first call.
+func (c *Collector) collectStatus(ch chan<- prometheus.Metric, st pleg.StatusState) {
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	gauge(statusLastDurationDesc, st.Last.Duration.Seconds())
+	gauge(statusPodsDesc, float64(st.Last.Pods))
+	gauge(reinspectDesc, float64(len(st.Reinspect)))
+	gauge(pendingDesc, float64(st.Pending))
+	now := c.cfg.Now()
+	for _, rpc := range kubecontainer.StatusRPCs {
+		gauge(statusCallsDesc, float64(st.Last.Calls[rpc]), rpc)
+		ch <- prometheus.MustNewConstMetric(statusCallsTotalDesc, prometheus.CounterValue, float64(st.Calls[rpc]), rpc)
+		age := 0.0
+		if f := st.InFlight; f != nil && f.RPC == rpc {
+			age = max(now.Sub(f.Since).Seconds(), 0)
+		}
+		gauge(inFlightDesc, age, rpc)
+	}
+	for code, n := range st.Failures {
+		ch <- prometheus.MustNewConstMetric(statusFailuresDesc, prometheus.CounterValue, float64(n), code)
+	}
+	c.passLatency.Collect(ch)
 }

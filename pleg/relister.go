@@ -21,6 +21,20 @@ type Config struct {
 	// Probes turns on the status probes of suspect sandboxes and containers
 	// when the runtime supports them (kubecontainer.Prober).
 	Probes bool
+	// Status turns on the status pass when the runtime can inspect pods
+	// (kubecontainer.PodInspector): the kubelet's GetPodStatus of each
+	// changed pod after the lists (status.go).
+	Status bool
+	// StatusStartupPods is how many pods that were already there when the
+	// exporter started one pass inspects besides the changed ones; 0: such
+	// pods are inspected only when they change.
+	StatusStartupPods int
+	// StatusStartupTimeout bounds the inspection of such a pod, and the
+	// reinspection of one that failed until it changes (--probe.timeout).
+	StatusStartupTimeout time.Duration
+	// StatusMaxDuration ends a pass between two pods once it has run this
+	// long (the kubelet's threshold); 0: never.
+	StatusMaxDuration time.Duration
 	// TuneMemory lowers the GC percent while a relist holds its answer and
 	// returns the memory of a large one at once (memory.go).
 	TuneMemory bool
@@ -69,6 +83,10 @@ type Relister struct {
 	lastState   string // "" = ok, otherwise error code; for logging on change only
 	lastDocker  string // the same for the Docker view of cri-dockerd nodes
 	firstRelist chan struct{}
+	firstOnce   sync.Once
+
+	status        statusPass
+	startupListed bool // the first complete relist's pods were taken as the start-up backlog
 }
 
 // NewRelister prepares a relister; call Run to start it. Until the first
@@ -93,6 +111,7 @@ func NewRelister(rt kubecontainer.Runtime, cfg Config, obs Observer, logger *slo
 		lastState:   "init",
 		firstRelist: make(chan struct{}),
 		probeWarned: map[string]time.Time{},
+		status:      newStatusPass(),
 	}
 	r.lastSeen = r.now()
 	r.streamSeen = r.lastSeen
@@ -114,13 +133,9 @@ const probeWarnEvery = time.Hour
 // the interval is measured from the end of one relist to the start of the
 // next, so relists never overlap and a slow runtime is not piled on.
 func (r *Relister) Run(ctx context.Context) {
-	first := true
+	defer r.relisted() // also when the first relist was cut short
 	for {
 		r.RelistOnce(ctx)
-		if first {
-			close(r.firstRelist)
-			first = false
-		}
 		select {
 		case <-ctx.Done():
 			return
@@ -129,8 +144,11 @@ func (r *Relister) Run(ctx context.Context) {
 	}
 }
 
-// FirstRelistDone is closed when the first relist has finished.
+// FirstRelistDone is closed when the first relist's lists have finished,
+// before its status pass: readiness waits for the lists, not for the pods.
 func (r *Relister) FirstRelistDone() <-chan struct{} { return r.firstRelist }
+
+func (r *Relister) relisted() { r.firstOnce.Do(func() { close(r.firstRelist) }) }
 
 // RelistOnce performs one relist and records it.
 func (r *Relister) RelistOnce(ctx context.Context) {
@@ -172,9 +190,18 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 			}
 		}
 	}
+	pods := snap.PodUIDs
+	snap.PodUIDs = nil // the snapshot kept holds no pod
 	r.record(snap)
+	r.relisted()
 	r.startProbes(ctx)
 	r.memory.after(biggest(snap))
+	// Like the kubelet's, only a relist whose lists it would have
+	// accepted goes on to inspect pods; and the next relist starts when
+	// the pass ends.
+	if in, ok := r.rt.(kubecontainer.PodInspector); ok && r.cfg.Status && (snap.Err == nil || snap.StreamAccepted) {
+		r.inspectPods(ctx, in, snap, pods)
+	}
 }
 
 func biggest(s *kubecontainer.Snapshot) int64 {
@@ -256,6 +283,8 @@ type State struct {
 	InfoKnown      bool
 	Relists        uint64
 	Errors         map[string]uint64
+	// Status is what the status passes did.
+	Status StatusState
 }
 
 // State returns a copy of the relister's state.
@@ -269,6 +298,7 @@ func (r *Relister) State() State {
 	return State{
 		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, StreamLastSeen: r.streamSeen,
 		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
+		Status: r.copyStatus(),
 	}
 }
 

@@ -111,7 +111,9 @@ func TestProbeTimeoutsExported(t *testing.T) {
 	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 2, NotReady: 2, Running: 2, Exited: 4})
 	srv.SetPopulation(sbs, cts)
 	srv.HangStatus(sbs[2].Id, sbs[3].Id)
-	e := startExporter(t, "--runtime.endpoint="+srv.Endpoint(), "--relist.interval=200ms", "--probe.timeout=1s", "--collector.namespaces")
+	// Without the status pass's start-up inspections: the probes alone.
+	e := startExporter(t, "--runtime.endpoint="+srv.Endpoint(), "--relist.interval=200ms", "--probe.timeout=1s", "--collector.namespaces",
+		"--relist.status.startup-pods=0")
 	s := e.waitFor(t, `pleg_status_probe_timeouts_total{kind="sandbox"}`, 2)
 	if v := s["pleg_last_seen_seconds"]; v == nil || float64(v.Value) > 1 {
 		t.Errorf("last seen %v while probes hang: relists were held up", v)

@@ -32,6 +32,7 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/collector"
 	"github.com/pleg-exporter/pleg_exporter/pleg"
 	"github.com/pleg-exporter/pleg_exporter/runtime/detect"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 const (
@@ -85,6 +86,10 @@ var (
 			Default("20").Int()
 	probeTimeout = kingpin.Flag("probe.timeout", "Deadline of each status probe; a probe that reaches it is counted in pleg_status_probe_timeouts_total.").
 			Default("5s").Duration()
+	statusPass = kingpin.Flag("relist.status", "After the lists, inspect every pod that changed since the previous relist, and every pod whose inspection failed, the way the kubelet's relist does (GetPodStatus: a filtered list and a status call per sandbox and container, one after another, each with --relist.timeout), so pleg_last_seen_seconds grows through a hung status call as the kubelet's does. --no-relist.status turns it off.").
+			Default("true").Bool()
+	statusStartupPods = kingpin.Flag("relist.status.startup-pods", "Pods already there when the exporter started that one relist inspects besides the changed ones, until all were inspected once, each on --probe.timeout: spreads a fleet-wide rollout's first inspections over minutes. 0: such pods are inspected only when they change.").
+				Default("10").Int()
 	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
 
 	_           = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
@@ -152,13 +157,24 @@ func run() int {
 	}
 	defer rt.Close()
 
-	metrics := collector.New(collector.Config{Threshold: *plegThreshold, LimitBytes: *grpcLimit, Probes: *probeMax > 0})
+	_, inspects := rt.(kubecontainer.PodInspector)
+	status := *statusPass && inspects
+	metrics := collector.New(collector.Config{Threshold: *plegThreshold, LimitBytes: *grpcLimit, Probes: *probeMax > 0, Status: status})
 	relister := pleg.NewRelister(rt, pleg.Config{
-		Interval:   *relistInterval,
-		LimitBytes: *grpcLimit,
-		Probes:     *probeMax > 0,
-		TuneMemory: true,
+		Interval:          *relistInterval,
+		LimitBytes:        *grpcLimit,
+		Probes:            *probeMax > 0,
+		Status:            status,
+		StatusStartupPods: *statusStartupPods,
+		// Not a deadline of the kubelet's: a pod unchanged since start-up
+		// may be one it never inspects (status.go).
+		StatusStartupTimeout: *probeTimeout,
+		StatusMaxDuration:    *plegThreshold,
+		TuneMemory:           true,
 	}, metrics, logger)
+	if *statusPass && !inspects {
+		logger.Warn("this runtime cannot inspect pods; the status pass is off", "runtime", cfg.Kind)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -247,6 +263,8 @@ func checkFlags(cfg detect.Config) error {
 		return fmt.Errorf("--probe.max-per-cycle must be 0 or more, got %d", *probeMax)
 	case *probeTimeout <= 0:
 		return fmt.Errorf("--probe.timeout must be positive, got %s", *probeTimeout)
+	case *statusStartupPods < 0:
+		return fmt.Errorf("--relist.status.startup-pods must be 0 or more, got %d", *statusStartupPods)
 	}
 	return checkTelemetryPath(*metricsPath)
 }

@@ -86,6 +86,13 @@ func (s *Server) HangStatus(ids ...string) {
 	}
 }
 
+// UnhangStatus lets the status calls of these ids answer again.
+func (s *Server) UnhangStatus(ids ...string) {
+	for _, id := range ids {
+		s.hang.Delete(id)
+	}
+}
+
 // FailStatus makes PodSandboxStatus / ContainerStatus for this id answer
 // err (NotFound: it went between the list and the call); nil works again.
 func (s *Server) FailStatus(id string, err error) {
