@@ -1,6 +1,8 @@
 package kubecontainer
 
 import (
+	"cmp"
+	"hash/maphash"
 	"slices"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -21,9 +23,15 @@ import (
 
 // Changes tracks the items of the relist being read against the previous
 // complete one. Not safe for concurrent use: one relist at a time.
+//
+// While the lists are read (inside the relist's measured time) a container
+// costs two hashes and an append; the comparison waits for End: both
+// relists' items sorted by id hash and walked side by side, no map per item.
 type Changes struct {
-	prev, next map[uint64]itemState // item id hash → state and pod
-	sandboxPod map[uint64]uint64    // this relist's sandbox id hash → pod uid hash
+	// prev is the previous complete relist's items, sorted by id, one per
+	// id; next is this relist's, in listing order until End.
+	prev, next []item
+	sandboxPod map[uint64]uint64 // this relist's sandbox id hash → pod uid hash
 	pods       map[uint64]struct{}
 	// uids and prevUIDs map a pod uid hash to the uid, for the pods of this
 	// relist and of the previous complete one.
@@ -32,38 +40,48 @@ type Changes struct {
 	havePrevious   bool
 }
 
-type itemState struct {
-	pod     uint64 // a container's sandbox id hash until End resolves it
-	state   int32
-	sandbox bool
+// item is one listed container or sandbox.
+type item struct {
+	id  uint64 // id hash
+	pod uint64 // pod uid hash; a container's sandbox id hash until End resolves it
+	// seq is the listing order, twice, plus 1 for a sandbox: an item
+	// listed twice in one relist (a fallback's filtered lists) counts as
+	// its later listing.
+	seq   uint32
+	state int32
 }
+
+func (it item) sandbox() bool { return it.seq&1 == 1 }
 
 // NewChanges returns a tracker with no previous relist: the first complete
 // relist is compared with nothing and reports no changes.
 func NewChanges() *Changes {
 	return &Changes{
-		prev: map[uint64]itemState{}, next: map[uint64]itemState{},
 		sandboxPod: map[uint64]uint64{}, pods: map[uint64]struct{}{},
 		uids: map[uint64]string{}, prevUIDs: map[uint64]string{},
 	}
 }
 
-// Hash is FNV-1a of b: what the tracker keeps of an id.
-func Hash(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
+var hashSeed = maphash.MakeSeed()
+
+// Hash is what the tracker keeps of an id: a 64-bit hash (the runtime's
+// AES-based one, seeded once per process), so equal within one process.
+func Hash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 
 // Begin starts reading a relist.
 func (c *Changes) Begin() {
-	clear(c.next)
+	c.next = c.next[:0]
 	clear(c.sandboxPod)
 	clear(c.uids)
 	c.changedUIDs = nil
+}
+
+func (c *Changes) add(id, pod uint64, state int32, sandbox bool) {
+	seq := uint32(len(c.next)) << 1
+	if sandbox {
+		seq |= 1
+	}
+	c.next = append(c.next, item{id: id, pod: pod, seq: seq, state: state})
 }
 
 // Sandbox records a listed sandbox of the pod podUID. Sandboxes are read
@@ -74,7 +92,7 @@ func (c *Changes) Sandbox(id, podUID []byte, state int32) {
 		pod = h
 	}
 	c.sandboxPod[h] = pod
-	c.next[h] = itemState{pod: pod, state: state, sandbox: true}
+	c.add(h, pod, state, true)
 	if len(podUID) > 0 {
 		if _, ok := c.uids[pod]; !ok {
 			uid, known := c.prevUIDs[pod]
@@ -96,28 +114,20 @@ func (c *Changes) Container(id, sandboxID []byte, state int32) {
 	if state == int32(runtimeapi.ContainerState_CONTAINER_CREATED) {
 		state = int32(runtimeapi.ContainerState_CONTAINER_UNKNOWN)
 	}
-	c.next[Hash(id)] = itemState{pod: Hash(sandboxID), state: state}
+	c.add(Hash(id), Hash(sandboxID), state, false)
 }
 
 // ResetSandboxes and ResetContainers forget what a listing that broke half
 // way recorded, before the items are listed again another way.
 func (c *Changes) ResetSandboxes() {
-	for h, st := range c.next {
-		if st.sandbox {
-			delete(c.next, h)
-		}
-	}
+	c.next = slices.DeleteFunc(c.next, item.sandbox)
 	clear(c.sandboxPod)
 	clear(c.uids)
 }
 
 // ResetContainers forgets the containers recorded so far in this relist.
 func (c *Changes) ResetContainers() {
-	for h, st := range c.next {
-		if !st.sandbox {
-			delete(c.next, h)
-		}
-	}
+	c.next = slices.DeleteFunc(c.next, func(it item) bool { return !it.sandbox() })
 }
 
 // End finishes the relist. A complete one is compared with the previous
@@ -130,24 +140,49 @@ func (c *Changes) End(complete bool) (items, pods int, ok bool) {
 	if !complete {
 		return 0, 0, false
 	}
-	for h, st := range c.next {
-		if pod, ok := c.sandboxPod[st.pod]; ok && !st.sandbox {
-			st.pod = pod
-			c.next[h] = st
+	next := c.next
+	for i, it := range next {
+		if pod, ok := c.sandboxPod[it.pod]; ok && !it.sandbox() {
+			next[i].pod = pod
 		}
 	}
+	slices.SortFunc(next, func(a, b item) int {
+		if a.id != b.id {
+			return cmp.Compare(a.id, b.id)
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	// One item per id, the later listing.
+	w := 0
+	for r := range next {
+		if r+1 < len(next) && next[r+1].id == next[r].id {
+			continue
+		}
+		next[w] = next[r]
+		w++
+	}
+	next = next[:w]
 	if c.havePrevious {
 		clear(c.pods)
-		for h, n := range c.next {
-			if p, seen := c.prev[h]; !seen || p.state != n.state {
+		prev := c.prev
+		i, j := 0, 0
+		for i < len(next) || j < len(prev) {
+			switch {
+			case j == len(prev) || (i < len(next) && next[i].id < prev[j].id): // appeared
 				items++
-				c.pods[n.pod] = struct{}{}
-			}
-		}
-		for h, p := range c.prev {
-			if _, still := c.next[h]; !still {
+				c.pods[next[i].pod] = struct{}{}
+				i++
+			case i == len(next) || prev[j].id < next[i].id: // went
 				items++
-				c.pods[p.pod] = struct{}{}
+				c.pods[prev[j].pod] = struct{}{}
+				j++
+			default:
+				if next[i].state != prev[j].state {
+					items++
+					c.pods[next[i].pod] = struct{}{}
+				}
+				i++
+				j++
 			}
 		}
 		pods, ok = len(c.pods), true
@@ -164,7 +199,7 @@ func (c *Changes) End(complete bool) (items, pods int, ok bool) {
 		}
 	}
 	slices.Sort(c.changedUIDs)
-	c.prev, c.next = c.next, c.prev
+	c.prev, c.next = next, c.prev
 	c.prevUIDs, c.uids = c.uids, c.prevUIDs
 	c.havePrevious = true
 	return items, pods, ok
