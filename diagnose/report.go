@@ -55,6 +55,11 @@ type Report struct {
 	NotReady    []Suspect          `json:"notready_sandboxes"`
 	NotReadyAll int                `json:"notready_sandboxes_total"`
 	Probes      []Probe            `json:"slowest_status_calls"`
+	// Inspected pods had the kubelet's GetPodStatus made; StatusFailures
+	// are those whose calls failed (the kubelet's relist waits on each).
+	Inspected      int             `json:"pods_inspected"`
+	NotInspected   int             `json:"pods_not_inspected,omitempty"`
+	StatusFailures []StatusFailure `json:"pod_status_failures"`
 	// GC is the fix to try first: what `pleg_exporter gc` would remove;
 	// nil when it finds nothing. Cleanup is the manual alternative.
 	GC      *GCAdvice `json:"gc,omitempty"`
@@ -117,6 +122,19 @@ type Probe struct {
 	Where    string `json:"where"`
 	Duration string `json:"duration"`
 	Result   string `json:"result"`
+}
+
+// StatusFailure is a pod whose GetPodStatus failed: the call, its error,
+// and how to find what holds it.
+type StatusFailure struct {
+	Pod      string   `json:"pod"` // namespace/name
+	UID      string   `json:"uid"`
+	RPC      string   `json:"rpc"`
+	ID       string   `json:"id,omitempty"` // sandbox or container
+	Code     string   `json:"code"`
+	Error    string   `json:"error"`
+	Duration string   `json:"duration"`
+	Look     []string `json:"look"` // commands that show what holds the call
 }
 
 // Step is one cleanup action. Command is empty when the step would have
@@ -246,9 +264,51 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	if timeouts > 0 {
 		r.reason("%d status calls timed out: each costs a kubelet relist up to its 2m deadline", timeouts)
 	}
+	r.statusFailures(inv)
 	r.GC = adviseGC(inv, th, now)
 	r.Cleanup = cleanup(inv, r, th.LimitBytes)
 	return r
+}
+
+// statusFailures reports the pods whose GetPodStatus failed. Each one the
+// kubelet must inspect (it changed, or failed before) costs every relist
+// the call's deadline, 2m; two make the node NotReady.
+func (r *Report) statusFailures(inv *kubecontainer.Inventory) {
+	r.Inspected, r.NotInspected = inv.Inspected, inv.NotInspected
+	r.StatusFailures = []StatusFailure{}
+	hung := 0
+	for _, pi := range inv.Failed {
+		f := StatusFailure{
+			Pod: pi.Namespace + "/" + pi.Name, UID: pi.UID, RPC: pi.Failed.RPC, ID: pi.Failed.ID,
+			Code: kubecontainer.ErrorCode(pi.Err), Error: pi.Err.Error(), Duration: pi.Failed.Duration.Round(time.Millisecond).String(),
+		}
+		if pi.Name == "" {
+			f.Pod = "uid " + pi.UID
+		}
+		if f.Code == "DeadlineExceeded" {
+			hung++
+		}
+		if id := pi.Failed.ID; validID(id) {
+			// The shim of a sandbox is named by the sandbox's id on its
+			// command line; a container's status goes through its
+			// sandbox's shim.
+			switch pi.Failed.RPC {
+			case kubecontainer.RPCPodSandboxStatus:
+				f.Look = append(f.Look, "ps -eo pid,etime,args | grep -F -- "+id+" | grep -v grep",
+					"crictl ps -a --pod "+id)
+			case kubecontainer.RPCContainerStatus:
+				f.Look = append(f.Look, "ps -eo pid,etime,args | grep -F -- "+id+" | grep -v grep")
+			}
+		}
+		r.StatusFailures = append(r.StatusFailures, f)
+	}
+	if n := len(r.StatusFailures); n > 0 {
+		r.reason("%d pods' status calls fail (%d hang until their deadline): the kubelet's relist inspects each pod that changes "+
+			"and again every relist after a failure, waiting up to its 2m deadline each time; two such pods make the node NotReady", n, hung)
+	}
+	if r.NotInspected > 0 {
+		r.reason("%d pods were not inspected in the report's time: status calls are slow", r.NotInspected)
+	}
 }
 
 // adviseGC plans `pleg_exporter gc` with the kubelet's defaults and says
@@ -670,6 +730,21 @@ func (r *Report) Text(w io.Writer) {
 		for _, pr := range r.Probes {
 			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, short(pr.ID), pr.Where, pr.Duration, pr.Result)
 		}
+	}
+	if len(r.StatusFailures) > 0 {
+		p("")
+		p("Pods whose status calls fail (the kubelet's relist waits on each; runbook: PLEGStatusCallHanging)")
+		for _, f := range r.StatusFailures {
+			p("  %-50s %s %s: %s after %s", f.Pod, f.RPC, short(f.ID), f.Code, f.Duration)
+			p("    %s", f.Error)
+			for _, l := range f.Look {
+				p("    $ %s", l)
+			}
+		}
+	}
+	if r.Inspected > 0 || r.NotInspected > 0 {
+		p("")
+		p("Status of %d pods inspected as the kubelet does (%d failed, %d not reached)", r.Inspected, len(r.StatusFailures), r.NotInspected)
 	}
 	if g := r.GC; g != nil {
 		p("")

@@ -16,6 +16,35 @@ type diagnoseOptions struct {
 	limitBytes int64  // --pleg.grpc-limit-bytes
 	top        int    // --collector.namespaces.top
 	output     string // --output: text or json
+	// status makes the kubelet's GetPodStatus of every pod, each on
+	// statusTimeout (--relist.status, --probe.timeout).
+	status        bool
+	statusTimeout time.Duration
+}
+
+// inspectBudget bounds the report's status pass: a node whose calls all
+// hang still gets its report, with the pods not reached counted.
+const inspectBudget = 2 * time.Minute
+
+// inspectAll makes the kubelet's GetPodStatus of every listed pod, one
+// after another as the kubelet does, each pod on its own short deadline, and
+// keeps the ones that failed.
+func inspectAll(ctx context.Context, in kubecontainer.PodInspector, inv *kubecontainer.Inventory, timeout time.Duration) {
+	start := time.Now()
+	uids := inv.PodUIDs()
+	for i, uid := range uids {
+		if ctx.Err() != nil || time.Since(start) > inspectBudget {
+			inv.NotInspected = len(uids) - i
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		pi := in.InspectPod(pctx, uid, kubecontainer.CallTracker{})
+		cancel()
+		inv.Inspected++
+		if pi.Err != nil {
+			inv.Failed = append(inv.Failed, pi)
+		}
+	}
 }
 
 // runDiagnose runs `pleg_exporter diagnose`: one read-only listing and report.
@@ -35,6 +64,9 @@ func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: cannot list the runtime: %s\n", name, kubecontainer.Printable(err.Error()))
 		return 2
+	}
+	if in, ok := rt.(kubecontainer.PodInspector); ok && opts.status {
+		inspectAll(ctx, in, inv, opts.statusTimeout)
 	}
 	th := diagnose.DefaultThresholds
 	th.LimitBytes = opts.limitBytes

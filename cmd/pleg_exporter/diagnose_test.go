@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pleg-exporter/pleg_exporter/diagnose"
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
 )
 
@@ -24,7 +25,9 @@ type diagReport struct {
 	Probes []struct {
 		Kind, ID, Result string
 	} `json:"slowest_status_calls"`
-	Cleanup []struct{ Command string } `json:"cleanup"`
+	Cleanup        []struct{ Command string } `json:"cleanup"`
+	Inspected      int                        `json:"pods_inspected"`
+	StatusFailures []diagnose.StatusFailure   `json:"pod_status_failures"`
 }
 
 func runDiag(t *testing.T, args ...string) (diagReport, int, string) {
@@ -82,7 +85,7 @@ func TestDiagnoseProbesFollowTheFlag(t *testing.T) {
 	}
 	defer srv.Stop()
 	srv.SetPopulation(fakecri.Generate(fakecri.Spec{Ready: 2, NotReady: 3, Running: 2, Exited: 4, Unknown: 2}))
-	r, code, stderr := runDiag(t, "--runtime.endpoint="+srv.Endpoint(), "--probe.max-per-cycle=0")
+	r, code, stderr := runDiag(t, "--runtime.endpoint="+srv.Endpoint(), "--probe.max-per-cycle=0", "--no-relist.status")
 	if code > 1 || len(r.Probes) != 0 || srv.Calls("PodSandboxStatus")+srv.Calls("ContainerStatus") != 0 {
 		t.Fatalf("--probe.max-per-cycle=0: exit %d, %d probes reported, %d status calls made; stderr %s", code, len(r.Probes),
 			srv.Calls("PodSandboxStatus")+srv.Calls("ContainerStatus"), stderr)
@@ -131,4 +134,40 @@ func TestProbeTimeoutsExported(t *testing.T) {
 		t.Error("pleg_namespace_containers missing with --collector.namespaces")
 	}
 	time.Sleep(10 * time.Millisecond)
+}
+
+// The seed's failure: two running pods whose PodSandboxStatus hangs.
+// diagnose makes the kubelet's GetPodStatus of every pod, each on
+// --probe.timeout, and names both pods, the call and where to look.
+func TestDiagnoseNamesPodsWhoseStatusHangs(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 5, Running: 5, Exited: 5})
+	srv.SetPopulation(sbs, cts)
+	srv.HangStatus(sbs[1].Id, sbs[3].Id)
+	r, code, stderr := runDiag(t, "--runtime.endpoint="+srv.Endpoint(), "--probe.timeout=300ms")
+	if code != 1 || !r.AtRisk {
+		t.Fatalf("exit %d at risk %v; stderr %s", code, r.AtRisk, stderr)
+	}
+	if r.Inspected != 5 || len(r.StatusFailures) != 2 {
+		t.Fatalf("inspected %d, failures %+v", r.Inspected, r.StatusFailures)
+	}
+	for i, sb := range []int{1, 3} {
+		f := r.StatusFailures[i]
+		want := sbs[sb].Metadata.Namespace + "/" + sbs[sb].Metadata.Name
+		if f.Pod != want || f.RPC != "PodSandboxStatus" || f.ID != sbs[sb].Id || f.Code != "DeadlineExceeded" || len(f.Look) == 0 {
+			t.Errorf("failure %d: %+v, want %s", i, f, want)
+		}
+	}
+	cmd := exec.Command(binary, "diagnose", "--runtime.endpoint="+srv.Endpoint(), "--probe.timeout=300ms")
+	out, _ := cmd.Output()
+	text := string(out)
+	for _, want := range []string{"Pods whose status calls fail", sbs[1].Metadata.Name, sbs[3].Metadata.Name, "PodSandboxStatus", "ps -eo pid,etime,args | grep -F -- " + sbs[1].Id} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
 }

@@ -131,7 +131,8 @@ func run() int {
 	}
 	switch command {
 	case diagnoseCmd.FullCommand():
-		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt})
+		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt,
+			status: *statusPass, statusTimeout: *probeTimeout})
 	case gcCmd.FullCommand():
 		o, err := gcFlags(cfg, *grpcLimit)
 		if err != nil {

@@ -64,4 +64,28 @@ type Inventory struct {
 	// only (cri-dockerd keeps a checkpoint of each beside it).
 	DockerAPI bool
 	Probes    []ProbeResult
+	// Inspected is how many pods had the kubelet's GetPodStatus made
+	// (the diagnose command's status pass), NotInspected how many it did
+	// not reach in its time; Failed holds the inspections that failed.
+	Inspected, NotInspected int
+	Failed                  []PodInspection
+}
+
+// PodUIDs returns the uid of every listed pod, sandboxes' first, each once.
+func (inv *Inventory) PodUIDs() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(uid string) {
+		if uid != "" && !seen[uid] {
+			seen[uid] = true
+			out = append(out, uid)
+		}
+	}
+	for _, s := range inv.Sandboxes {
+		add(s.PodUID)
+	}
+	for _, c := range inv.Containers {
+		add(c.PodUID)
+	}
+	return out
 }
