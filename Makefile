@@ -191,6 +191,16 @@ record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
 bench: $(CRICTL)
 	$(GO) run ./internal/cmd/bench --crictl $(CRICTL) --out docs
 
+## bench-relist: the relist's list part of this tree beside the revision before the lister refactor, on a private containerd of 3,000 containers (root).
+.PHONY: bench-relist
+bench-relist: deps-runtime
+	GO=$(GO) bash scripts/bench-relist.sh
+
+## bench-status: the status pass's runtime calls and CPU per relist at 0-1000 changed pods, beside the kubelet's.
+.PHONY: bench-status
+bench-status:
+	$(GO) run ./internal/cmd/statusbench
+
 ## bench-gc: pleg_exporter gc against the crictl pipeline on a private containerd; writes docs/gc-benchmark.md (root).
 .PHONY: bench-gc
 bench-gc: deps-runtime $(CRICTL)
