@@ -139,9 +139,29 @@ func (r *Relister) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(r.cfg.Interval):
+		case <-time.After(r.nextPause()):
 		}
 	}
+}
+
+// kubeletPeriod is the kubelet's relist period (genericPlegRelistPeriod).
+const kubeletPeriod = time.Second
+
+// nextPause is the pause before the next relist: the interval, except
+// while pods the kubelet must also be reinspecting failed their last
+// inspection. Then, like the kubelet, the next relist follows the pass
+// after its 1s period, so that pleg_last_seen_seconds keeps its age
+// (G + U + 1s + G) instead of lagging an interval more at every cycle; the
+// calls that hang bound the rate by themselves.
+func (r *Relister) nextPause() time.Duration {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, f := range r.status.failures {
+		if !f.Unchanged {
+			return min(r.cfg.Interval, kubeletPeriod)
+		}
+	}
+	return r.cfg.Interval
 }
 
 // FirstRelistDone is closed when the first relist's lists have finished,

@@ -257,3 +257,26 @@ func TestStatusPassCancelled(t *testing.T) {
 		t.Errorf("passes %d inspected %v reinspect %v", st.Status.Passes, rt.inspect, st.Status.Reinspect)
 	}
 }
+
+// While a pod the kubelet reinspects keeps failing, the next relist follows
+// the pass after the kubelet's 1s period, not the interval: the age keeps
+// the kubelet's G + U + 1s + G. A pod failing since start-up, which the
+// kubelet may not inspect, does not shorten the pause.
+func TestStatusPassPauseWhileReinspecting(t *testing.T) {
+	now := t0
+	rt := &inspectingRuntime{callTime: time.Millisecond, deadline: 2 * time.Minute, hung: map[string]bool{"a": true, "b": true}}
+	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, false, "b"), podSnap(t0, true), podSnap(t0, true, "a")}
+	r := statusRelister(rt, &now, Config{StatusStartupPods: 10, StatusStartupTimeout: 5 * time.Second})
+	if p := r.nextPause(); p != 10*time.Second {
+		t.Errorf("pause at rest %s", p)
+	}
+	r.RelistOnce(context.Background()) // b, inspected at start-up, fails
+	if p := r.nextPause(); p != 10*time.Second || len(r.State().Status.Reinspect) != 1 {
+		t.Errorf("pause with an unchanged pod failing: %s", p)
+	}
+	r.RelistOnce(context.Background())
+	r.RelistOnce(context.Background()) // a changed and fails
+	if p := r.nextPause(); p != time.Second {
+		t.Errorf("pause while a changed pod is reinspected: %s", p)
+	}
+}
