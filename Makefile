@@ -9,7 +9,7 @@ PKG_VER   := github.com/prometheus/common/version
 LDFLAGS   := -s -w -X $(PKG_VER).Version=$(VERSION) -X $(PKG_VER).Revision=$(REVISION) \
              -X $(PKG_VER).Branch=$(BRANCH) -X $(PKG_VER).BuildUser=make \
              -X $(PKG_VER).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
-TEST_TIMEOUT ?= 25m
+TEST_TIMEOUT ?= 40m
 # The sockets --runtime=auto probes (runtime/detect); make run falls back to a
 # private containerd when none of them exists.
 RUNTIME_SOCKETS := /run/containerd/containerd.sock /var/run/crio/crio.sock /var/run/cri-dockerd.sock /var/run/docker.sock
