@@ -5,19 +5,20 @@
 // It starts a private containerd (internal/testenv: its own directories,
 // never a system daemon), fills it with never-started containers of a fixed
 // size (by default 3,000 of ~1.8 KB, a 5.3 MB ListContainers answer), then
-// runs the binaries in turn, A B A B ..., each for --relists relists at
-// --relist.interval 1s with every feature on (namespace metrics, status
-// probes; the churn is always on where the binary has it). From each run it
+// runs the binaries in turn, A B A B ... (or A B C A B C ...), each for
+// --relists relists at --relist.interval 1s, with every feature on
+// (namespace metrics, status probes; the churn is always on where the binary has it). From each run it
 // reads pleg_relist_duration_seconds after every relist (a scrape whenever
 // pleg_relists_total moves) and the exporter's CPU time over the measured
 // relists (/proc/PID/stat). It prints each run's median, each binary's
-// median of its run medians, and the A/B ratio taken round by round.
+// median of its run medians, and its ratio to the last binary (the
+// baseline) taken round by round, then the median of those ratios.
 //
-// With no --a it only starts and fills the runtime and waits for Ctrl-C,
+// With no --bin it only starts and fills the runtime and waits for Ctrl-C,
 // printing the endpoint (for go test -bench against the real socket, see
-// runtime/cri/bench_test.go's CRI_BENCH_ENDPOINT).
+// runtime/cri/relist_bench_test.go: CRI_BENCH_ENDPOINT).
 //
-//	go run ./internal/cmd/listbench --a ./new --b ./old --rounds 3 --relists 30
+//	go run ./internal/cmd/listbench --bin today=./new --bin before=./old --rounds 3 --relists 30
 //
 // Root only (containerd). make bench-relist builds the binaries and runs it.
 package main
@@ -45,10 +46,7 @@ import (
 )
 
 var (
-	binA       = flag.String("a", "", "exporter binary A (the one under test)")
-	binB       = flag.String("b", "", "exporter binary B (the baseline)")
-	nameA      = flag.String("a-name", "A", "A's name in the report")
-	nameB      = flag.String("b-name", "B", "B's name in the report")
+	bins       binList
 	endpoint   = flag.String("endpoint", "", "use this CRI endpoint instead of starting and filling a private containerd")
 	dir        = flag.String("dir", "", "directory of the private containerd (default: a temp dir)")
 	containers = flag.Int("containers", 3000, "containers to create")
@@ -63,7 +61,22 @@ var (
 		"flags given to both exporters besides the endpoint, listen address and interval")
 )
 
+// binList is the repeated --bin NAME=PATH flag.
+type binList []struct{ name, path string }
+
+func (b *binList) String() string { return fmt.Sprint(*b) }
+
+func (b *binList) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok {
+		name, path = v, v
+	}
+	*b = append(*b, struct{ name, path string }{name, path})
+	return nil
+}
+
 func main() {
+	flag.Var(&bins, "bin", "NAME=PATH of an exporter binary, repeated: they run in turn, each round in this order; ratios are to the last one (the baseline)")
 	flag.Parse()
 	testenv.CleanLeftoversOrExit()
 	ep := *endpoint
@@ -85,7 +98,7 @@ func main() {
 		ep = ctd.Endpoint()
 	}
 	sizes(ep)
-	if *binA == "" {
+	if len(bins) == 0 {
 		logf("runtime at %s; Ctrl-C stops it", ep)
 		select {}
 	}
@@ -198,37 +211,45 @@ type run struct {
 
 func (r run) median() float64 { return median(r.durations) }
 
+func (r run) cpuPerRelist() float64 { return r.cpu / float64(len(r.durations)) }
+
 func compare(ep string) error {
-	var as, bs []run
+	runs := make([][]run, len(bins)) // per binary, per round
 	for i := 0; i < *rounds; i++ {
-		for _, side := range []struct {
-			bin, name string
-			out       *[]run
-		}{{*binA, *nameA, &as}, {*binB, *nameB, &bs}} {
-			r, err := measure(ep, side.bin)
+		for k, b := range bins {
+			r, err := measure(ep, b.path)
 			if err != nil {
-				return fmt.Errorf("%s: %w", side.name, err)
+				return fmt.Errorf("%s: %w", b.name, err)
 			}
-			logf("round %d %s: median %.2f ms over %d relists, %.2f ms CPU per relist", i+1, side.name,
-				1e3*r.median(), len(r.durations), 1e3*r.cpu/float64(len(r.durations)))
-			*side.out = append(*side.out, r)
+			logf("round %d %s: median %.2f ms over %d relists, %.2f ms CPU per relist", i+1, b.name,
+				1e3*r.median(), len(r.durations), 1e3*r.cpuPerRelist())
+			runs[k] = append(runs[k], r)
 		}
 	}
-	fmt.Printf("| run | %s median | %s median | %s / %s |\n|---:|---:|---:|---:|\n", *nameA, *nameB, *nameA, *nameB)
-	var ratios, cpuRatios, ma, mb, ca, cb []float64
-	for i := range as {
-		a, b := as[i].median(), bs[i].median()
-		ratios = append(ratios, a/b)
-		ma, mb = append(ma, a), append(mb, b)
-		pa, pb := as[i].cpu/float64(len(as[i].durations)), bs[i].cpu/float64(len(bs[i].durations))
-		ca, cb = append(ca, pa), append(cb, pb)
-		cpuRatios = append(cpuRatios, pa/pb)
-		fmt.Printf("| %d | %.2f ms | %.2f ms | %.3f |\n", i+1, 1e3*a, 1e3*b, a/b)
+	base := len(bins) - 1
+	fmt.Printf("pleg_relist_duration_seconds, median of each run's %d relists (ms):\n\n| round |", *relists)
+	for _, b := range bins {
+		fmt.Printf(" %s |", b.name)
 	}
-	fmt.Printf("\npleg_relist_duration_seconds, median of the run medians: %s %.2f ms, %s %.2f ms; median of the round ratios %s/%s = %.3f\n",
-		*nameA, 1e3*median(ma), *nameB, 1e3*median(mb), *nameA, *nameB, median(ratios))
-	fmt.Printf("exporter CPU per relist (whole process, scrapes included), median: %s %.2f ms, %s %.2f ms; ratio %.3f\n",
-		*nameA, 1e3*median(ca), *nameB, 1e3*median(cb), median(cpuRatios))
+	fmt.Printf("\n|---:|%s\n", strings.Repeat("---:|", len(bins)))
+	for i := 0; i < *rounds; i++ {
+		fmt.Printf("| %d |", i+1)
+		for k := range bins {
+			fmt.Printf(" %.2f |", 1e3*runs[k][i].median())
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\n| binary | list part: median of the run medians | ratio to %s (median of the rounds' ratios) | exporter CPU per relist | CPU ratio |\n|---|---:|---:|---:|---:|\n", bins[base].name)
+	for k, b := range bins {
+		var meds, ratios, cpus, cpuRatios []float64
+		for i := 0; i < *rounds; i++ {
+			meds = append(meds, runs[k][i].median())
+			ratios = append(ratios, runs[k][i].median()/runs[base][i].median())
+			cpus = append(cpus, runs[k][i].cpuPerRelist())
+			cpuRatios = append(cpuRatios, runs[k][i].cpuPerRelist()/runs[base][i].cpuPerRelist())
+		}
+		fmt.Printf("| %s | %.2f ms | %.3f | %.2f ms | %.3f |\n", b.name, 1e3*median(meds), median(ratios), 1e3*median(cpus), median(cpuRatios))
+	}
 	return nil
 }
 
