@@ -54,7 +54,7 @@ var (
 	padding    = flag.Int("padding", 1050, "bytes of one extra annotation on each container")
 	rounds     = flag.Int("rounds", 3, "A B pairs, alternated")
 	relists    = flag.Int("relists", 30, "relists measured per run")
-	warmup     = flag.Int("warmup", 3, "relists discarded at the start of each run")
+	warmup     = flag.Int("warmup", 5, "relists discarded at the start of each run (more than the status pass's start-up inspections take: 10 pods a relist)")
 	interval   = flag.String("interval", "1s", "--relist.interval of the exporters")
 	dump       = flag.String("dump", "", "write the two unfiltered answers to DIR/sandboxes.pb and DIR/containers.pb (for CRI_BENCH_ANSWERS)")
 	extra      = flag.String("args", "--collector.namespaces --probe.max-per-cycle=10 --web.disable-exporter-metrics --log.level=warn",
