@@ -158,12 +158,14 @@ func (r *Relister) inspectPods(ctx context.Context, in kubecontainer.PodInspecto
 	res.Duration = r.now().Sub(res.Start)
 
 	r.mu.Lock()
+	wasCut := r.status.state.Last.CutShort
 	r.status.carry = left
 	r.status.state.Passes++
 	r.status.state.Last = res
 	r.mu.Unlock()
 	r.obs.Observe(r.State())
-	if res.CutShort {
+	// Once per run of cut-short passes, not once per relist.
+	if res.CutShort && !wasCut {
 		r.logger.Warn("status pass cut short at the kubelet's threshold; the pods left are inspected first in the next pass",
 			"after", res.Duration, "inspected", res.Pods, "left", len(left))
 	}
