@@ -203,7 +203,9 @@ func (r *Relister) passTargets(snap *kubecontainer.Snapshot, pods []string) []ta
 		// The first complete relist: every pod is new to us, though not to
 		// the kubelet.
 		r.startupListed = true
-		ps.startup = pods
+		if r.cfg.StatusStartupPods > 0 {
+			ps.startup = pods
+		}
 	}
 	for _, uid := range slices.Sorted(maps.Keys(ps.failures)) {
 		add(uid, ps.failures[uid].Unchanged)

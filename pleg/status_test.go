@@ -189,6 +189,9 @@ func TestStatusPassStartupBacklog(t *testing.T) {
 	if !slices.Equal(rt.inspect, []string{"p5"}) {
 		t.Errorf("without start-up inspections: %v", rt.inspect)
 	}
+	if p := r.State().Status.Pending; p != 0 {
+		t.Errorf("without start-up inspections %d pods stay pending, want none", p)
+	}
 }
 
 // A pass ends between two pods once it has run for the kubelet's threshold;
