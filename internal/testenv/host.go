@@ -35,13 +35,19 @@ type ledger struct {
 	Marker string `json:"marker"`
 	Dir    string `json:"dir"`              // removed, after every mount below it
 	Socket string `json:"socket,omitempty"` // containerd: its pods and shims go first
-	// Sysctls holds the values before the daemon ran, restored as they
-	// were, unless the value is no longer the one the daemon set (SetTo):
-	// then someone else changed it since, and it stays.
+	// Sysctls holds the values before the daemon ran; SetTo the values the
+	// daemon sets, known before it starts (they are constants of its
+	// source), not read off the host after it: a daemon may apply them at
+	// any time, before or after it is ready. At teardown a sysctl that holds
+	// the daemon's value is put back, whenever the daemon set it; one that
+	// holds neither was set by someone else since, and stays.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
 	SetTo   map[string]string `json:"set_to,omitempty"`
-	Cgroup  string            `json:"cgroup,omitempty"` // a cgroup tree, removed in every hierarchy
-	Links   []string          `json:"links,omitempty"`  // network interfaces deleted
+	// SysctlRoot is where Sysctls were read, when not /proc/sys (a test's
+	// fake tree): they go back there, never into the host's.
+	SysctlRoot string   `json:"sysctl_root,omitempty"`
+	Cgroup     string   `json:"cgroup,omitempty"` // a cgroup tree, removed in every hierarchy
+	Links      []string `json:"links,omitempty"`  // network interfaces deleted
 	// Created are host directories that did not exist before the daemon
 	// (fixed paths the kubelet and containerd use whatever they are told):
 	// emptied of the files in Files and of empty directories, then removed
@@ -56,7 +62,11 @@ func newLedger(kind, dir string) (*ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ledger{Kind: kind, Owner: os.Getpid(), OwnerStart: start, Dir: dir,
+	root := sysctlRoot
+	if root == procSys {
+		root = ""
+	}
+	return &ledger{Kind: kind, Owner: os.Getpid(), OwnerStart: start, Dir: dir, SysctlRoot: root,
 		path: filepath.Join(LedgerDir, kind+"-"+strings.NewReplacer("/", "_").Replace(strings.Trim(dir, "/"))+".json")}, nil
 }
 
@@ -141,14 +151,9 @@ func CleanLeftovers() ([]string, error) {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		path := filepath.Join(LedgerDir, e.Name())
-		b, err := os.ReadFile(path)
+		l, err := loadLedger(filepath.Join(LedgerDir, e.Name()))
 		if err != nil {
 			return nil, err
-		}
-		l := &ledger{path: path}
-		if err := json.Unmarshal(b, l); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if alive(l.Owner, l.OwnerStart) {
 			continue // a test run in progress owns it
@@ -173,6 +178,19 @@ func CleanLeftovers() ([]string, error) {
 		done = append(done, fmt.Sprintf("removed a leftover %s (pid %d, %s) of test process %d", l.Kind, l.Pid, l.Dir, l.Owner))
 	}
 	return done, errors.Join(errs...)
+}
+
+// loadLedger reads a record as a killed run left it.
+func loadLedger(path string) (*ledger, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger{path: path}
+	if err := json.Unmarshal(b, l); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
 }
 
 // CleanLeftoversOrExit is CleanLeftovers for a TestMain: as root, it prints
@@ -230,17 +248,13 @@ func (l *ledger) undo() error {
 	for _, link := range l.Links {
 		deleteLink(link)
 	}
-	for k, v := range l.Sysctls {
-		if set, ok := l.SetTo[k]; ok {
-			if now, err := readSysctl(k); err != nil || now != set {
-				continue
-			}
-		}
-		if err := writeSysctl(k, v); err != nil {
-			errs = append(errs, err)
-		}
+	if err := l.restoreSysctls(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		// The record keeps what is left to do (the sysctls not yet put
+		// back), for the next run.
+		l.save()
 		return err
 	}
 	l.remove()
@@ -315,17 +329,84 @@ func removeLinksInto(dir, target string) {
 	}
 }
 
-func sysctlPath(name string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
+// restoreSysctls puts back each sysctl that holds the value the daemon
+// sets (SetTo), or that the record says nothing of, and leaves the others:
+// one that still holds its value from before needs nothing, one that holds
+// neither was set by someone else. Each sysctl left for a reason other than
+// the first gets one log line; one that cannot be read or written is an
+// error naming it, and the others are still put back; only those stay in
+// the record.
+func (l *ledger) restoreSysctls() error {
+	names := make([]string, 0, len(l.Sysctls))
+	for k := range l.Sysctls {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	root := l.SysctlRoot
+	if root == "" {
+		root = procSys
+	}
+	var errs []error
+	var notSet []string
+	for _, k := range names {
+		was := l.Sysctls[k]
+		now, err := readSysctlFile(sysctlFile(root, k))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sysctl %s: cannot read it to put back %s: %w", k, was, err))
+			continue
+		}
+		set, known := l.SetTo[k]
+		switch {
+		case now == was:
+			if known && set != was {
+				notSet = append(notSet, fmt.Sprintf("%s (still %s, not %s)", k, now, set))
+			}
+			delete(l.Sysctls, k)
+			continue
+		case known && now != set:
+			Logf("%s %s: sysctl %s = %s, neither its value before (%s) nor the %s's (%s): someone else set it since; left as it is",
+				l.Kind, l.Dir, k, now, was, l.Kind, set)
+			delete(l.Sysctls, k)
+			continue
+		}
+		if err := writeSysctl(sysctlFile(root, k), was); err != nil {
+			errs = append(errs, fmt.Errorf("sysctl %s: cannot put back %s (it is %s): %w", k, was, now, err))
+			continue
+		}
+		delete(l.Sysctls, k)
+	}
+	if len(notSet) > 0 {
+		Logf("%s %s: the %s never set %s: nothing to put back there", l.Kind, l.Dir, l.Kind, strings.Join(notSet, ", "))
+	}
+	return errors.Join(errs...)
 }
 
-func readSysctl(name string) (string, error) {
-	b, err := os.ReadFile(sysctlPath(name))
+// Logf prints one line of what the harness did or could not do on the host
+// (to stderr, which go test shows); a test may replace it to read the lines.
+var Logf = func(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "testenv: "+format+"\n", args...)
+}
+
+const procSys = "/proc/sys"
+
+// sysctlRoot is where sysctls are read: /proc/sys, or a test's fake tree.
+var sysctlRoot = procSys
+
+func sysctlFile(root, name string) string {
+	return filepath.Join(root, strings.ReplaceAll(name, ".", "/"))
+}
+
+func readSysctl(name string) (string, error) { return readSysctlFile(sysctlFile(sysctlRoot, name)) }
+
+func readSysctlFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
 	return strings.TrimSpace(string(b)), err
 }
 
-func writeSysctl(name, value string) error {
-	return os.WriteFile(sysctlPath(name), []byte(value), 0o644)
+// writeSysctl writes a sysctl's file; a variable so that a test can make
+// one unwritable, as a read-only /proc/sys in a container is.
+var writeSysctl = func(path, value string) error {
+	return os.WriteFile(path, []byte(value), 0o644)
 }
 
 // saveSysctls reads the current values of names; missing ones are skipped.

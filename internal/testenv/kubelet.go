@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -79,13 +80,37 @@ type Kubelet struct {
 	done         chan struct{}
 }
 
-// kubeletSysctls are what the kubelet's container manager sets
-// (setupKernelTunables in pkg/kubelet/cm): saved before it starts and put
-// back when it stops.
-var kubeletSysctls = []string{
-	"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
-	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes",
+// kubeletTunables are the sysctls the kubelet's container manager sets and
+// the values it sets them to, at KubeletVersion: setupKernelTunables in
+// pkg/kubelet/cm/container_manager_linux.go (KernelTunableModify, the
+// default without protectKernelDefaults), with the constants of
+// k8s.io/component-helpers/node/util/sysctl (VMOvercommitMemoryAlways,
+// VMPanicOnOOMInvokeOOMKiller, KernelPanicRebootTimeout,
+// KernelPanicOnOopsAlways, RootMaxKeysSetting, RootMaxBytesSetting).
+//
+// They are the ledger's SetTo from the start, not read off the host once
+// the kubelet is ready: the kubelet applies them in its runtime-dependent
+// initialisation (updateRuntimeUp, after cAdvisor starts), which runs
+// beside its PLEG, so on a loaded machine they land after the first relist
+// and /healthz, or not before a killed run dies.
+var kubeletTunables = map[string]string{
+	"vm.overcommit_memory":      "1",
+	"vm.panic_on_oom":           "0",
+	"kernel.panic":              "10",
+	"kernel.panic_on_oops":      "1",
+	"kernel.keys.root_maxkeys":  "1000000",
+	"kernel.keys.root_maxbytes": "25000000",
 }
+
+// kubeletSysctls are the names of kubeletTunables, sorted.
+var kubeletSysctls = func() []string {
+	names := make([]string, 0, len(kubeletTunables))
+	for n := range kubeletTunables {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}()
 
 // KubeletBinary returns the kubelet the tests run: $KUBELET (make test sets
 // it to the cached build). The error wraps ErrUnavailable.
@@ -231,6 +256,7 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	}
 	k.ledger.Marker = "--config=" + cfg
 	k.ledger.Sysctls = saveSysctls(kubeletSysctls...)
+	k.ledger.SetTo = maps.Clone(kubeletTunables)
 	k.ledger.Cgroup = cgroupRoot
 	// Paths the kubelet uses whatever it is told: the device manager's
 	// directory (it deletes every socket in it at start-up), the
@@ -264,12 +290,6 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	}
 	k.args = args
 	if err := k.start(!o.StartIntoOverflow); err != nil {
-		return nil, err
-	}
-	// From now on a sysctl that no longer holds the kubelet's value was
-	// changed by someone else, and teardown leaves it.
-	k.ledger.SetTo = saveSysctls(kubeletSysctls...)
-	if err := k.ledger.save(); err != nil {
 		return nil, err
 	}
 	return k, nil
