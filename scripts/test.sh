@@ -13,6 +13,19 @@ set -uo pipefail
 : "${KUBELET:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
 export CRICTL KUBELET CONTAINERD2 HELM
 
+# hostcheck records the host (the sysctls the kubelet and the bridge plugin
+# touch, mounts, cgroups, network interfaces, the fixed host paths and the
+# harness's daemon records) before the first daemon starts, and compares it
+# after the last one stops: a difference fails the run, named line by line.
+mkdir -p .build
+hostcheck=.build/hostcheck
+host_before=.build/host-before.json
+"$GO" build -o "$hostcheck" ./internal/cmd/hostcheck || exit 1
+"$hostcheck" save "$host_before" || exit 1
+host_check() {
+  "$hostcheck" compare "$host_before" || rc=1
+}
+
 filter() { grep --line-buffered -v -E '^(=== (RUN|PAUSE|CONT|NAME) |[[:space:]]*--- PASS: |PASS$)'; }
 gotest() { "$GO" test -p 1 -count=1 -v -timeout "$TEST_TIMEOUT" "$@" | filter; }
 
@@ -76,6 +89,7 @@ if ! wait_build "$KUBELET"; then
   if [ -n "${CI:-}" ]; then
     tail -n 30 "$KUBELET.log" 2>/dev/null
     helm_done
+    host_check
     exit 1
   fi
   # The kubelet's tests skip with this reason.
@@ -83,4 +97,5 @@ if ! wait_build "$KUBELET"; then
 fi
 gotest "${kubelet_pkgs[@]}" || rc=1
 helm_done
+host_check
 exit $rc

@@ -37,3 +37,39 @@ func TestNotExistingNamesWhatWouldBeCreated(t *testing.T) {
 		t.Errorf("notExisting = %v, want %v", got, want)
 	}
 }
+
+func TestHostStateDiffNamesEachChange(t *testing.T) {
+	before := HostState{
+		Sysctls: map[string]string{"kernel.panic": "1", "net.ipv4.ip_forward": "0"},
+		Mounts:  []string{"/", "/tmp/x"},
+		Cgroups: []string{"/sys/fs/cgroup/memory/user.slice"},
+		Links:   []string{"eth0", "lo"},
+		Paths:   map[string]bool{"/var/lib/cni": false, "/var/log/containers": true},
+	}
+	if d := before.Diff(before); len(d) != 0 {
+		t.Fatalf("a host compared with itself: %q", d)
+	}
+	after := HostState{
+		Sysctls: map[string]string{"kernel.panic": "10", "net.ipv4.ip_forward": "0", "net.bridge.bridge-nf-call-iptables": "1"},
+		Mounts:  []string{"/", "/tmp/x", "/tmp/x"},
+		Cgroups: []string{"/sys/fs/cgroup/memory/pleg-exporter-test-0a1b2c3d", "/sys/fs/cgroup/memory/user.slice"},
+		Links:   []string{"eth0", "lo", "pleg-br0"},
+		Paths:   map[string]bool{"/var/lib/cni": true, "/var/log/containers": true},
+		Records: []string{LedgerDir + "/kubelet-tmp_x.json"},
+	}
+	want := []string{
+		"sysctl kernel.panic = 10, was 1",
+		"sysctl net.bridge.bridge-nf-call-iptables = 1 appeared (a kernel module loaded by the tests)",
+		"mount /tmp/x left (1 more than before)",
+		"cgroup /sys/fs/cgroup/memory/pleg-exporter-test-0a1b2c3d left (1 more than before)",
+		"network interface pleg-br0 left (1 more than before)",
+		"/var/lib/cni: existed false before, true after",
+		"record of a daemon in " + LedgerDir + ": " + LedgerDir + "/kubelet-tmp_x.json left (1 more than before)",
+	}
+	if got := before.Diff(after); !reflect.DeepEqual(got, want) {
+		t.Errorf("Diff:\n got %q\nwant %q", got, want)
+	}
+	if got := after.Diff(before); len(got) != len(want) {
+		t.Errorf("the reverse Diff names %d changes, want %d: %q", len(got), len(want), got)
+	}
+}
