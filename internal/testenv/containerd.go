@@ -126,7 +126,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 // containerd2Config is containerdConfig in containerd 2.x's version 3
 // format: the CRI plugin is split into images, runtime and the gRPC server,
-// and no host configuration is imported.
+// and no host configuration is imported. Its NRI socket, by default in
+// /var/run/nri and left there at exit, is in dir.
 func containerd2Config(dir, cniBin string) string {
 	return fmt.Sprintf(`version = 3
 root = %[1]q
@@ -160,8 +161,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+
+[plugins."io.containerd.nri.v1.nri"]
+  socket_path = %[8]q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
-		filepath.Join(dir, "containerd.sock.ttrpc"), Image, cniBin, filepath.Join(dir, "cni", "conf"))
+		filepath.Join(dir, "containerd.sock.ttrpc"), Image, cniBin, filepath.Join(dir, "cni", "conf"),
+		filepath.Join(dir, "nri.sock"))
 }
 
 // podNetwork names the bridge and subnet of the private containerd in dir:
@@ -299,9 +304,13 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		return nil, err
 	}
 	l.Socket, l.Marker = c.Socket, cfg
-	// containerd 1.6 keeps shim sockets and runc state under /run/containerd
-	// whatever its config says; go-cni caches results in /var/lib/cni.
-	l.Created = notExisting("/run/containerd", "/var/lib/cni")
+	// containerd keeps shim sockets and runc state under /run/containerd
+	// whatever its config says, go-cni caches results in /var/lib/cni, and
+	// sandboxes without a cgroup parent go to the /k8s.io cgroup: shared
+	// with the other daemons running at once (shared.go).
+	if err := claimShared(containerdShared()...); err != nil {
+		return nil, err
+	}
 	if opts.PodNetwork {
 		if c.Bridge, c.Subnet, err = podNetwork(dir); err != nil {
 			return nil, err

@@ -43,8 +43,15 @@ func StartDockerd(dir string) (*Dockerd, error) {
 	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o600); err != nil {
 		return nil, err
 	}
+	// dockerd keeps plugin sockets in /run/docker, its containerd's shims
+	// theirs in /run/containerd, and containers go to the /docker cgroup,
+	// whatever it is told: shared with the other daemons (shared.go).
+	if err := claimShared(dockerdShared()...); err != nil {
+		return nil, err
+	}
 	d := &Dockerd{Dir: dir, Socket: filepath.Join(dir, "docker.sock")}
 	if err := d.start(); err != nil {
+		releaseShared()
 		return nil, err
 	}
 	api, err := client.NewClientWithOpts(client.WithHost("unix://"+d.Socket), client.WithAPIVersionNegotiation())
@@ -176,13 +183,17 @@ func (d *Dockerd) Stop() error {
 	unmountUnder(d.Dir)
 	var errs []error
 	for i := 0; i < 3; i++ {
-		if err := os.RemoveAll(d.Dir); err == nil {
-			return nil
-		} else {
-			errs = append(errs, err)
+		err := os.RemoveAll(d.Dir)
+		if err == nil {
+			errs = nil
+			break
 		}
+		errs = append(errs, err)
 		time.Sleep(time.Second)
 		unmountUnder(d.Dir)
+	}
+	if _, err := releaseShared(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

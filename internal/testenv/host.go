@@ -148,7 +148,7 @@ func CleanLeftovers() ([]string, error) {
 	}
 	var left []*ledger
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
+		if !strings.HasSuffix(e.Name(), ".json") || filepath.Join(LedgerDir, e.Name()) == sharedRecord {
 			continue
 		}
 		l, err := loadLedger(filepath.Join(LedgerDir, e.Name()))
@@ -176,6 +176,13 @@ func CleanLeftovers() ([]string, error) {
 			continue
 		}
 		done = append(done, fmt.Sprintf("removed a leftover %s (pid %d, %s) of test process %d", l.Kind, l.Pid, l.Dir, l.Owner))
+	}
+	// Shared paths a killed run's daemons created; those another run's
+	// daemons use now are not empty and stay.
+	if kept, err := releaseShared(); err != nil {
+		errs = append(errs, err)
+	} else if len(kept) > 0 && len(left) > 0 {
+		done = append(done, fmt.Sprintf("shared paths still in use, kept: %s", strings.Join(kept, ", ")))
 	}
 	return done, errors.Join(errs...)
 }
@@ -249,6 +256,9 @@ func (l *ledger) undo() error {
 		deleteLink(link)
 	}
 	if err := l.restoreSysctls(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := releaseShared(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

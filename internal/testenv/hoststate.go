@@ -41,7 +41,7 @@ func HostSysctls() []string {
 // HostPaths are the fixed paths HostState records.
 var HostPaths = []string{
 	"/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/log/containers", "/var/log/pods",
-	"/var/lib/cni", "/var/run/netns", "/run/containerd", "/etc/cni/net.d", "/opt/cni/bin",
+	"/var/lib/cni", "/var/run/netns", "/run/containerd", "/run/docker", "/run/nri", "/etc/cni/net.d", "/opt/cni/bin",
 }
 
 // ReadHostState reads the host as it is now.
