@@ -304,13 +304,6 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		return nil, err
 	}
 	l.Socket, l.Marker = c.Socket, cfg
-	// containerd keeps shim sockets and runc state under /run/containerd
-	// whatever its config says, go-cni caches results in /var/lib/cni, and
-	// sandboxes without a cgroup parent go to the /k8s.io cgroup: shared
-	// with the other daemons running at once (shared.go).
-	if err := claimShared(containerdShared()...); err != nil {
-		return nil, err
-	}
 	if opts.PodNetwork {
 		if c.Bridge, c.Subnet, err = podNetwork(dir); err != nil {
 			return nil, err
@@ -322,6 +315,13 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		if err := os.WriteFile(filepath.Join(dir, "cni", "conf", "10-pleg-test.conflist"), []byte(cniConfig(dir, c.Bridge, c.Subnet)), 0o600); err != nil {
 			return nil, err
 		}
+	}
+	// containerd keeps shim sockets and runc state under /run/containerd
+	// whatever its config says, go-cni caches results in /var/lib/cni, and
+	// sandboxes without a cgroup parent go to the /k8s.io cgroup: shared
+	// with the other daemons running at once (shared.go).
+	if err := claimShared(dir, containerdShared()...); err != nil {
+		return nil, err
 	}
 	c.ledger = l
 	if err := c.start(); err != nil {

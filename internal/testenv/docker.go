@@ -46,12 +46,12 @@ func StartDockerd(dir string) (*Dockerd, error) {
 	// dockerd keeps plugin sockets in /run/docker, its containerd's shims
 	// theirs in /run/containerd, and containers go to the /docker cgroup,
 	// whatever it is told: shared with the other daemons (shared.go).
-	if err := claimShared(dockerdShared()...); err != nil {
+	if err := claimShared(dir, dockerdShared()...); err != nil {
 		return nil, err
 	}
 	d := &Dockerd{Dir: dir, Socket: filepath.Join(dir, "docker.sock")}
 	if err := d.start(); err != nil {
-		releaseShared()
+		releaseShared(dir)
 		return nil, err
 	}
 	api, err := client.NewClientWithOpts(client.WithHost("unix://"+d.Socket), client.WithAPIVersionNegotiation())
@@ -180,6 +180,7 @@ func (d *Dockerd) Stop() error {
 	}
 	d.stopDaemon()
 	killShims(filepath.Join(d.Dir, "exec", "containerd", "containerd.sock"))
+	removeShimLeftovers(filepath.Join(d.Dir, "exec", "containerd", "daemon"))
 	unmountUnder(d.Dir)
 	var errs []error
 	for i := 0; i < 3; i++ {
@@ -192,7 +193,7 @@ func (d *Dockerd) Stop() error {
 		time.Sleep(time.Second)
 		unmountUnder(d.Dir)
 	}
-	if _, err := releaseShared(); err != nil {
+	if _, err := releaseShared(d.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -179,7 +179,7 @@ func CleanLeftovers() ([]string, error) {
 	}
 	// Shared paths a killed run's daemons created; those another run's
 	// daemons use now are not empty and stay.
-	if kept, err := releaseShared(); err != nil {
+	if kept, err := releaseShared(""); err != nil {
 		errs = append(errs, err)
 	} else if len(kept) > 0 && len(left) > 0 {
 		done = append(done, fmt.Sprintf("shared paths still in use, kept: %s", strings.Join(kept, ", ")))
@@ -230,6 +230,7 @@ func (l *ledger) undo() error {
 	}
 	if l.Socket != "" {
 		killShims(l.Socket)
+		removeShimLeftovers(filepath.Join(l.Dir, "state"))
 	}
 	var errs []error
 	for _, f := range l.Files {
@@ -258,7 +259,7 @@ func (l *ledger) undo() error {
 	if err := l.restoreSysctls(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := releaseShared(); err != nil {
+	if _, err := releaseShared(l.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"syscall"
 )
@@ -17,11 +18,14 @@ import (
 // the /k8s.io (containerd's CRI) and /docker (dockerd) cgroups. A record per
 // daemon cannot put them back: the daemon that created one may stop while
 // another still uses it, and the other found it there and did not record
-// it. So they have one record for all test processes (sharedRecord): a
-// daemon that finds one missing adds it before it starts, and every daemon
-// that stops (and CleanLeftovers) removes those that are empty by then
-// (directories deepest first; cgroups without processes). The last one to
-// stop finds them all empty and removes the record.
+// it; and a path removed while another daemon still runs comes back with
+// that daemon's next container. So they have one record for all test
+// processes (sharedRecord): the paths, and the daemons using them. A daemon
+// adds itself, and the paths it finds missing, before it starts, and takes
+// itself off when it stops; the last one (or CleanLeftovers, once every
+// daemon named is gone with its process) removes the paths, directories
+// deepest first, cgroups without processes. What is not empty then stays in
+// the record, and the host check names it.
 
 // sharedRecord is the record of the shared paths the test daemons created;
 // a variable so that a test can use its own.
@@ -45,30 +49,45 @@ func lockShared() (func(), error) {
 	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-func loadShared() ([]string, error) {
-	b, err := os.ReadFile(sharedRecord)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	if err := json.Unmarshal(b, &paths); err != nil {
-		return nil, fmt.Errorf("%s: %w", sharedRecord, err)
-	}
-	return paths, nil
+// shared is the record: the paths the test daemons created, and the
+// daemons still using them.
+type shared struct {
+	Paths []string     `json:"paths"`
+	Users []sharedUser `json:"users,omitempty"`
 }
 
-func saveShared(paths []string) error {
-	if len(paths) == 0 {
+// sharedUser is one daemon: its directory, and its test process (with its
+// start time: a recycled pid does not count as alive).
+type sharedUser struct {
+	Dir        string `json:"dir"`
+	Owner      int    `json:"owner"`
+	OwnerStart string `json:"owner_start"`
+}
+
+func loadShared() (shared, error) {
+	var r shared
+	b, err := os.ReadFile(sharedRecord)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", sharedRecord, err)
+	}
+	return r, nil
+}
+
+func saveShared(r shared) error {
+	if len(r.Paths) == 0 && len(r.Users) == 0 {
 		if err := os.Remove(sharedRecord); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	sort.Strings(paths)
-	b, _ := json.MarshalIndent(paths, "", "  ")
+	sort.Strings(r.Paths)
+	b, _ := json.MarshalIndent(r, "", "  ")
 	tmp := sharedRecord + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
@@ -76,52 +95,69 @@ func saveShared(paths []string) error {
 	return os.Rename(tmp, sharedRecord)
 }
 
-// claimShared records those of paths (directories or cgroup directories)
-// that do not exist yet, by the topmost directory creating each would
-// make, before a daemon that may create them starts.
-func claimShared(paths ...string) error {
+// claimShared adds the daemon in dir to the record, with those of paths
+// (directories or cgroup directories) that do not exist yet, by the topmost
+// directory creating each would make: before the daemon starts.
+func claimShared(dir string, paths ...string) error {
 	unlock, err := lockShared()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	have, err := loadShared()
+	r, err := loadShared()
+	if err != nil {
+		return err
+	}
+	start, err := procStart(os.Getpid())
 	if err != nil {
 		return err
 	}
 	seen := map[string]bool{}
-	for _, p := range have {
+	for _, p := range r.Paths {
 		seen[p] = true
 	}
 	for _, p := range notExisting(paths...) {
 		if !seen[p] {
-			have, seen[p] = append(have, p), true
+			r.Paths, seen[p] = append(r.Paths, p), true
 		}
 	}
-	return saveShared(have)
+	r.Users = append(r.Users, sharedUser{Dir: dir, Owner: os.Getpid(), OwnerStart: start})
+	return saveShared(r)
 }
 
-// releaseShared removes the recorded shared paths that are empty now and
-// keeps the others in the record (another daemon still uses them); it
-// returns those kept.
-func releaseShared() ([]string, error) {
+// releaseShared takes the daemon in dir off the record (none: only those
+// whose test process is gone) and, when no daemon is left, removes the
+// recorded paths that are empty; it returns the paths it kept (in use, or
+// not empty).
+func releaseShared(dir string) ([]string, error) {
 	unlock, err := lockShared()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	have, err := loadShared()
+	r, err := loadShared()
 	if err != nil {
 		return nil, err
 	}
+	users := r.Users[:0]
+	for _, u := range r.Users {
+		if (dir == "" || u.Dir != dir) && alive(u.Owner, u.OwnerStart) {
+			users = append(users, u)
+		}
+	}
+	r.Users = users
+	if len(r.Users) > 0 {
+		return r.Paths, saveShared(r)
+	}
 	var kept []string
-	for _, p := range have {
+	for _, p := range r.Paths {
 		pruneEmpty(p)
 		if _, err := os.Lstat(p); err == nil {
 			kept = append(kept, p)
 		}
 	}
-	return kept, saveShared(kept)
+	r.Paths = kept
+	return kept, saveShared(r)
 }
 
 // containerdShared and dockerdShared are the shared paths each daemon may
@@ -132,4 +168,34 @@ func containerdShared() []string {
 
 func dockerdShared() []string {
 	return append([]string{"/run/containerd", "/run/docker"}, cgroupDirs("docker")...)
+}
+
+// shimSocket is a shim's socket in its bundle's address file (containerd
+// 1.6, 1.7) or bootstrap.json (2.x), in /run/containerd/s whatever the
+// daemon's config says.
+var shimSocket = regexp.MustCompile(`unix://(/[^"\s]+)`)
+
+// shimSockets is where shims put their sockets, and shimRoot where
+// containerd-shim-runc-v2 keeps runc's state by default; variables so that
+// a test can use its own.
+var shimSockets, shimRoot = "/run/containerd/s", "/run/containerd/runc"
+
+// removeShimLeftovers removes what the shims of the containerd whose state
+// directory is state leave outside it when they are killed (a teardown that
+// kills rather than removes thousands of containers, a shim of a crashed
+// daemon): their sockets, and runc's state of their containers. Each bundle
+// in state names its own; other daemons' are not touched.
+func removeShimLeftovers(state string) {
+	bundles, _ := filepath.Glob(filepath.Join(state, "io.containerd.runtime.v2.task", "*", "*"))
+	for _, b := range bundles {
+		for _, f := range []string{"address", "bootstrap.json"} {
+			if raw, err := os.ReadFile(filepath.Join(b, f)); err == nil {
+				if m := shimSocket.FindSubmatch(raw); m != nil && filepath.Dir(string(m[1])) == shimSockets {
+					os.Remove(string(m[1]))
+				}
+			}
+		}
+		ns, id := filepath.Base(filepath.Dir(b)), filepath.Base(b)
+		os.RemoveAll(filepath.Join(shimRoot, ns, id))
+	}
 }
