@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The test run of `make test`, after the installs and the lint: the
-# integration tests beside every other package's, then the packages that run
-# the real kubelet (the harness and the end-to-end test) beside the chart's
-# (deploy, with Helm), each after the build it needs (started in the
-# background by make test).
+# The test run of `make test`, after the installs and the lint: the packages
+# that run the real kubelet (the harness and the end-to-end test), the
+# integration tests, the chart's (deploy, with Helm) and every other
+# package's, the four groups at once, each after the build it needs (started
+# in the background by make test).
 #
 # Verbose, so the figures the tests measure (payload bytes, freeze and
 # recovery times, alert lead times) land in CI's log; the per-test RUN/PASS
@@ -36,18 +36,6 @@ kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
 others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
 mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
 
-# The other packages' tests run beside the integration tests, which mostly
-# wait on the daemons they drive; their output is held until those end, so
-# the log reads one package after another.
-held=$(mktemp)
-gotest "${pkgs[@]}" > "$held" 2>&1 &
-pid=$!
-gotest "${integration_pkgs[@]}"
-rc=$?
-wait "$pid" || rc=1
-cat "$held"
-rm -f "$held"
-
 # wait_build BIN: wait for the background build of BIN (make test starts it,
 # with BIN.pid and BIN.log) if one runs; true when BIN is there.
 wait_build() {
@@ -63,10 +51,21 @@ wait_build() {
   [ -x "$bin" ]
 }
 
-# The chart's tests (deploy), once Helm is built, beside the kubelet's: they
-# need no daemon, and the end-to-end tests mostly wait on real time. Their
-# output is held too. Without Helm they fail in CI and skip elsewhere.
-held_helm=$(mktemp)
+# Four groups run at once, each package after the other within a group (-p
+# 1): the kubelet's packages (the harness and the end-to-end test, which
+# mostly wait on the kubelet's real 3-minute threshold), the integration
+# tests (which mostly wait on the daemons they drive), the other packages,
+# and the chart's (with Helm). Only the kubelet's packages run a kubelet, so
+# two kubelets never run at once; every other daemon has its own directory
+# and socket. The kubelet's output streams; the others' is held and printed
+# after it, one group after another, so the log reads one package after
+# another.
+held_integration=$(mktemp) held_others=$(mktemp) held_helm=$(mktemp)
+gotest "${integration_pkgs[@]}" > "$held_integration" 2>&1 &
+integration_pid=$!
+gotest "${pkgs[@]}" > "$held_others" 2>&1 &
+others_pid=$!
+# Without Helm the chart's tests fail in CI and skip elsewhere.
 {
   if ! wait_build "$HELM"; then
     echo "make test: Helm did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
@@ -76,26 +75,33 @@ held_helm=$(mktemp)
   gotest "${helm_pkgs[@]}"
 } > "$held_helm" 2>&1 &
 helm_pid=$!
-helm_done() {
-  wait "$helm_pid" || rc=1
-  cat "$held_helm"
-  rm -f "$held_helm"
+# held_done PID FILE: wait for a held group, then print its output.
+held_done() {
+  wait "$1" || rc=1
+  cat "$2"
+  rm -f "$2"
+}
+finish() {
+  held_done "$integration_pid" "$held_integration"
+  held_done "$others_pid" "$held_others"
+  held_done "$helm_pid" "$held_helm"
+  host_check
+  exit $rc
 }
 
-# The kubelet.
+# The kubelet: its packages start as soon as it is built (at once on a
+# machine that built it before).
+rc=0
 if ! wait_build "$KUBELET"; then
   reason="the kubelet did not build: $(tail -n 1 "$KUBELET.log" 2>/dev/null || echo "no build log")"
   echo "make test: $reason (log: $KUBELET.log)"
   if [ -n "${CI:-}" ]; then
     tail -n 30 "$KUBELET.log" 2>/dev/null
-    helm_done
-    host_check
-    exit 1
+    rc=1
+    finish
   fi
   # The kubelet's tests skip with this reason.
   export KUBELET_UNAVAILABLE=$reason
 fi
 gotest "${kubelet_pkgs[@]}" || rc=1
-helm_done
-host_check
-exit $rc
+finish

@@ -55,7 +55,11 @@ type hostState struct {
 func readHostState(t *testing.T, dir string) hostState {
 	t.Helper()
 	s := hostState{sysctls: saveSysctls(append(kubeletSysctls, "net.ipv4.ip_forward")...), paths: map[string]bool{}}
-	for _, p := range []string{"/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/log/containers", "/var/lib/cni", "/run/containerd"} {
+	// Only the kubelet's: make test runs other packages' daemons beside
+	// this one, and the paths they share with its containerd
+	// (/run/containerd, /var/lib/cni) come and go with them (shared.go;
+	// make test's host check compares them once every daemon has stopped).
+	for _, p := range []string{"/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/log/containers"} {
 		s.paths[p] = len(notExisting(p)) == 0
 	}
 	links, _ := os.ReadDir("/var/log/containers")
@@ -69,7 +73,14 @@ func readHostState(t *testing.T, dir string) hostState {
 			s.mounts = append(s.mounts, f[4])
 		}
 	}
-	s.ledgers, _ = filepath.Glob(filepath.Join(LedgerDir, "*.json"))
+	// The records of this test's daemons (those of other packages' come
+	// and go).
+	records, _ := filepath.Glob(filepath.Join(LedgerDir, "*.json"))
+	for _, r := range records {
+		if l, err := loadLedger(r); err == nil && strings.HasPrefix(l.Dir, dir+"/") {
+			s.ledgers = append(s.ledgers, r)
+		}
+	}
 	return s
 }
 
