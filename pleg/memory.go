@@ -27,7 +27,8 @@ const releaseAfterBytes = 4 << 20
 // memoryTuning lowers the GC percent around relists and releases memory
 // after large ones.
 type memoryTuning struct {
-	percent int // 0: leave the GC percent alone
+	on      bool // off: disabled, or a GOGC from the environment
+	percent int  // 0: leave the GC percent alone
 }
 
 // newMemoryTuning reads the process's setting once, while the heap is still
@@ -41,9 +42,9 @@ func newMemoryTuning(enabled bool) memoryTuning {
 	base := debug.SetGCPercent(relistGCPercent)
 	debug.SetGCPercent(base)
 	if base < relistGCPercent {
-		return memoryTuning{}
+		return memoryTuning{on: true}
 	}
-	return memoryTuning{percent: relistGCPercent}
+	return memoryTuning{on: true, percent: relistGCPercent}
 }
 
 // during lowers the GC percent for one relist; call the returned function
@@ -60,9 +61,14 @@ func (m memoryTuning) during() (restore func()) {
 // after hands the memory of a large answer back to the OS. Twice: gRPC pools
 // its receive buffers, and a pooled buffer survives the first collection in
 // the pool's victim cache.
+// Nothing when the tuning is off: with a GOGC from the environment the
+// operator's collector settings stand, as the comment at the top says.
 func (m memoryTuning) after(answerBytes int64) {
-	if answerBytes > releaseAfterBytes {
-		debug.FreeOSMemory()
-		debug.FreeOSMemory()
+	if m.on && answerBytes > releaseAfterBytes {
+		freeOSMemory()
+		freeOSMemory()
 	}
 }
+
+// freeOSMemory is debug.FreeOSMemory; a test counts the calls.
+var freeOSMemory = debug.FreeOSMemory
