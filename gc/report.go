@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
@@ -423,11 +424,14 @@ func kept(k Kept) string {
 	return strings.Join(parts, ", ")
 }
 
+// clip shortens s to n characters (runes, as fmt pads a column), the last
+// one an ellipsis; it never cuts inside a character (a pod name is UTF-8).
 func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n-1] + "…"
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return s
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // States writes counts by state in the given order, with their total.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
@@ -84,5 +85,18 @@ func TestTextReport(t *testing.T) {
 	}
 	if strings.ContainsRune(out, '\x1b') {
 		t.Errorf("an escape reached the text:\n%q", out)
+	}
+}
+
+// A label is cut by characters, never inside one: fmt pads the column by
+// runes, and half a character is not UTF-8.
+func TestClipKeepsUTF8(t *testing.T) {
+	s := strings.Repeat("ñ", 40)
+	got := clip(s, 34)
+	if !utf8.ValidString(got) || utf8.RuneCountInString(got) != 34 || !strings.HasSuffix(got, "…") {
+		t.Errorf("clip(40 × ñ, 34) = %q (%d runes, valid %t), want 33 ñ and an ellipsis", got, utf8.RuneCountInString(got), utf8.ValidString(got))
+	}
+	if got := clip("payments/api", 34); got != "payments/api" {
+		t.Errorf("clip of a short label = %q", got)
 	}
 }
