@@ -50,7 +50,7 @@ func inspectAll(ctx context.Context, in kubecontainer.PodInspector, inv *kubecon
 // runDiagnose runs `pleg_exporter diagnose`: one read-only listing and report.
 // The status probes follow --probe.max-per-cycle (20 by default; 0 turns them
 // off here too). Exit codes: 0 healthy, 1 at risk, 2 the runtime cannot be
-// reached.
+// reached, 3 the report could not be written.
 func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	rt, err := detect.Open(cfg)
 	if err != nil {
@@ -75,7 +75,8 @@ func runDiagnose(cfg detect.Config, opts diagnoseOptions) int {
 	report := diagnose.Build(inv, th, time.Now())
 	if opts.output == "json" {
 		if err := report.JSON(os.Stdout); err != nil {
-			return 2
+			fmt.Fprintf(os.Stderr, "%s: error: cannot write the report: %v\n", name, err)
+			return 3
 		}
 	} else {
 		report.Text(os.Stdout)

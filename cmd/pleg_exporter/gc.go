@@ -23,11 +23,12 @@ const (
 	gcExitDone        = 0   // done, or nothing to do, or a dry run
 	gcExitFailures    = 1   // some removals failed (each is reported)
 	gcExitUnreachable = 2   // the runtime cannot be reached (or stopped answering)
+	gcExitNoReport    = 3   // the report could not be written (stdout full or closed)
 	gcExitInterrupted = 130 // Ctrl-C or SIGTERM: 128 + SIGINT, as a shell reports it
 )
 
 var (
-	gcCmd          = kingpin.Command("gc", "Remove what the kubelet's container GC would, reading the runtime through lists that fit past the 16 MiB limit where the kubelet's own GC fails. A dry run unless --apply: prints, per namespace, what the kubelet's policy and --finished-pods would remove and whether the list answers then fit. Exit 0 done or nothing to do, 1 some removals failed, 2 runtime unreachable, 130 interrupted.")
+	gcCmd          = kingpin.Command("gc", "Remove what the kubelet's container GC would, reading the runtime through lists that fit past the 16 MiB limit where the kubelet's own GC fails. A dry run unless --apply: prints, per namespace, what the kubelet's policy and --finished-pods would remove and whether the list answers then fit. Exit 0 done or nothing to do, 1 some removals failed, 2 runtime unreachable, 3 the report could not be written, 130 interrupted.")
 	gcApply        = gcCmd.Flag("apply", "Remove what the plan says (default: a dry run that changes nothing).").Bool()
 	gcFinishedPods = gcCmd.Flag("finished-pods", "Also remove every pod that has no ready sandbox, containers and sandboxes, as the kubelet does for pods deleted from the API server (which gc cannot see). Their logs go with them.").Bool()
 	gcKeep         = gcCmd.Flag("keep-per-container", "Not-running containers to keep per (pod, container name), newest first: the kubelet's --maximum-dead-containers-per-container.").Default("1").Int()
@@ -168,7 +169,9 @@ func runGC(cfg detect.Config, o gcOptions, stdout, stderr io.Writer) int {
 	}
 	if o.output == "json" {
 		if err := report.JSON(stdout); err != nil {
-			return errorf(gcExitUnreachable, "%v", err)
+			// Whatever was removed stays removed; the next dry run says
+			// what is left.
+			return errorf(gcExitNoReport, "cannot write the report: %v", err)
 		}
 	} else {
 		report.Text(stdout)

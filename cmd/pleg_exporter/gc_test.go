@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,33 @@ func TestGCExitCodes(t *testing.T) {
 		_, code, stderr := runGCBinary(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.msg)
+		}
+	}
+}
+
+// A report that cannot be written (stdout on a full disk, a closed pipe)
+// is its own exit code with the reason, not "the runtime cannot be
+// reached": the runtime answered.
+func TestReportThatCannotBeWrittenExits3(t *testing.T) {
+	srv, err := fakecri.Start(filepath.Join(t.TempDir(), "cri.sock"), fakecri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	sbs, cts := fakecri.Generate(fakecri.Spec{Ready: 2, Running: 2, Exited: 20})
+	srv.SetPopulation(sbs, cts)
+	for _, cmdName := range []string{"gc", "diagnose"} {
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			t.Skipf("no /dev/full: %v", err)
+		}
+		cmd := exec.Command(binary, cmdName, "--output=json", "--runtime.endpoint="+srv.Endpoint())
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		cmd.Run()
+		full.Close()
+		if code := cmd.ProcessState.ExitCode(); code != 3 || !strings.Contains(stderr.String(), "cannot write the report") {
+			t.Errorf("%s with stdout on /dev/full: exit %d, stderr %q; want 3 and the reason", cmdName, code, stderr.String())
 		}
 	}
 }

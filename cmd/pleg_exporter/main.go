@@ -93,7 +93,7 @@ var (
 	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
 
 	_           = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
-	diagnoseCmd = kingpin.Command("diagnose", "Relist once and report what threatens the node: counts, payload against the limit, the namespaces and pods that hold the containers, hanging status calls, and the cleanup commands. Exit 0 healthy, 1 at risk, 2 runtime unreachable.")
+	diagnoseCmd = kingpin.Command("diagnose", "Relist once and report what threatens the node: counts, payload against the limit, the namespaces and pods that hold the containers, hanging status calls, and the cleanup commands. Exit 0 healthy, 1 at risk, 2 runtime unreachable, 3 the report could not be written.")
 	outputFmt   = diagnoseCmd.Flag("output", "Report format: text or json.").Default("text").Enum("text", "json")
 )
 
