@@ -102,7 +102,7 @@ helm-background:
 	fi
 
 test-unit:
-	$(GO) test -short -count=1 ./cmd/... ./collector/... ./pleg/... ./runtime/... ./diagnose/...
+	$(GO) test -short -count=1 ./cmd/... ./collector/... ./pleg/... ./runtime/... ./diagnose/... ./gc/... ./mixin/...
 
 ## checkmetrics: promtool's lint on the golden /metrics files.
 checkmetrics:
