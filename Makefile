@@ -33,7 +33,7 @@ CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
+.PHONY: all build run deps deps-runtime lint vet fmt-check license-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
 all: lint build test
 
@@ -59,7 +59,7 @@ deps:
 deps-runtime:
 	bash scripts/install-deps.sh runtime
 
-lint: vet fmt-check
+lint: vet fmt-check license-check
 
 vet:
 	$(GO) vet ./...
@@ -67,6 +67,13 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Every Go file starts with the Apache-2.0 header (LICENSE), as the
+# Prometheus ecosystem's do.
+license-check:
+	@out=$$(for f in $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'); do \
+		head -n 2 "$$f" | grep -q 'Licensed under the Apache License, Version 2.0' || echo "$$f"; done); \
+	if [ -n "$$out" ]; then echo "no license header (see any other .go file):"; echo "$$out"; exit 1; fi
 
 ## test: everything CI runs, on a clean machine.
 # crictl (cri-tools, pinned, through the module proxy) runs the cleanup that
