@@ -52,10 +52,10 @@ var (
 	sandboxesDesc = prometheus.NewDesc("pleg_sandboxes",
 		"Pod sandboxes by CRI state (ready, notready) in the latest relist that returned counts.",
 		[]string{"state"}, nil)
-	durationDesc = prometheus.NewDesc("pleg_relist_duration_seconds",
+	durationDesc = prometheus.NewDesc("pleg_relist_last_duration_seconds",
 		"Wall time of the latest finished shadow relist: the unfiltered ListPodSandbox and ListContainers calls the kubelet makes every second.",
 		nil, nil)
-	rpcDurationDesc = prometheus.NewDesc("pleg_relist_rpc_duration_seconds",
+	rpcDurationDesc = prometheus.NewDesc("pleg_relist_rpc_last_duration_seconds",
 		"Wall time of each unfiltered list call of the latest finished relist.",
 		[]string{"rpc"}, nil)
 	payloadDesc = prometheus.NewDesc("pleg_relist_payload_bytes",
@@ -79,7 +79,7 @@ var (
 	fallbackDesc = prometheus.NewDesc("pleg_relist_fallback",
 		"1 if the latest relist's counts came from filtered or streamed lists because an unfiltered list failed (the kubelet is blind at this moment), 0 otherwise.",
 		nil, nil)
-	fallbackDurationDesc = prometheus.NewDesc("pleg_relist_fallback_duration_seconds",
+	fallbackDurationDesc = prometheus.NewDesc("pleg_relist_fallback_last_duration_seconds",
 		"Wall time of the fallback lists of the latest relist; 0 when none were needed.",
 		nil, nil)
 	relistsDesc = prometheus.NewDesc("pleg_relists_total",
@@ -169,7 +169,7 @@ func New(cfg Config) *Collector {
 	return &Collector{
 		cfg: cfg,
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "pleg_relist_latency_seconds",
+			Name:    "pleg_relist_duration_seconds",
 			Help:    "Distribution of shadow relist durations (both unfiltered list calls), failed relists included, as the kubelet's kubelet_pleg_relist_duration_seconds but with buckets past the 180 s threshold.",
 			Buckets: LatencyBuckets,
 		}),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The relist's list part (pleg_relist_duration_seconds) of this tree beside a
+# The relist's list part (pleg_relist_last_duration_seconds) of this tree beside a
 # base revision, on a private containerd of 3,000 containers (root), then the
 # same in process (BenchmarkRelistFeatures, answers replayed), alternated.
 # make bench-relist runs it; docs/benchmarks.md "The list part since the

@@ -815,7 +815,7 @@ func statusChurn(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimea
 
 	kn, kmean := histDelta(k1, k2, "kubelet_pleg_relist_duration_seconds")
 	sn, smean := histDelta(e1, e2, "pleg_relist_status_duration_seconds")
-	ln, lmean := histDelta(e1, e2, "pleg_relist_latency_seconds")
+	ln, lmean := histDelta(e1, e2, "pleg_relist_duration_seconds")
 	pods2, _ := testenv.Gauge(e2, "pleg_relist_status_pods", nil)
 	exporterMean := smean + lmean
 	t.Logf("status churn: over %s the kubelet relisted %.0f times, mean %.0f ms (kubelet_pleg_relist_duration_seconds); the exporter relisted %.0f times, mean list %.0f ms + status pass %.0f ms (%.0f passes) = %.0f ms, its last pass inspected %.0f pods; ratio %.2f",

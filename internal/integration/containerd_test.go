@@ -187,7 +187,7 @@ func TestContainerdCountsAndPayload(t *testing.T) {
 			t.Errorf("ListPodSandbox payload = %v, runtime's answer is %d bytes", v, wantSB)
 		}
 		t.Logf("containerd truth: containers %v, sandboxes %v; payload ListContainers %d B, ListPodSandbox %d B; relist %.1f ms",
-			tr.containers, tr.sandboxes, wantCT, wantSB, got["pleg_relist_duration_seconds"]*1000)
+			tr.containers, tr.sandboxes, wantCT, wantSB, got["pleg_relist_last_duration_seconds"]*1000)
 	})
 }
 
@@ -318,7 +318,7 @@ func TestContainerdOverflow(t *testing.T) {
 			t.Errorf("last seen grew only %.2fs in 3s of overflow", grew)
 		}
 		t.Logf("overflow: payload %.0f B, fallback %.0f ms, last seen %.1fs → %.1fs", got["pleg_relist_payload_bytes{rpc=ListContainers}"],
-			got["pleg_relist_fallback_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
+			got["pleg_relist_fallback_last_duration_seconds"]*1000, first, got["pleg_last_seen_seconds"])
 
 		// Clean up the leak: recovery within one interval.
 		for _, id := range ids {

@@ -66,7 +66,7 @@
           {
             alert: 'PLEGRelistSlow',
             expr: |||
-              pleg_relist_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowWarningSeconds)d
+              pleg_relist_last_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowWarningSeconds)d
             ||| % c,
             'for': c.plegRelistSlowFor,
             labels: { severity: c.warningSeverity },
@@ -78,7 +78,7 @@
           {
             alert: 'PLEGRelistSlow',
             expr: |||
-              pleg_relist_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowCriticalSeconds)d
+              pleg_relist_last_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowCriticalSeconds)d
             ||| % c,
             'for': '0m',
             labels: { severity: c.criticalSeverity },
@@ -215,7 +215,7 @@
             alert: 'PLEGStatusPassNearThreshold',
             expr: |||
               (
-                2 * pleg_relist_duration_seconds{%(plegExporterSelector)s}
+                2 * pleg_relist_last_duration_seconds{%(plegExporterSelector)s}
                 + %(kubeletPlegRelistPeriodSeconds)d
                 + (
                   max without (rpc) (pleg_relist_status_in_flight_seconds{%(plegExporterSelector)s})

@@ -67,7 +67,7 @@
           [
             g.target('max by (%s) (instance:pleg_relist_kubelet_payload_bytes:max_ratio_limit{%s})' % [by, sel], instant=true, format='table', refId='A'),
             g.target('max by (%s) (instance:pleg_last_seen_seconds:kubelet_view{%s})' % [by, sel], instant=true, format='table', refId='B'),
-            g.target('max by (%s) (pleg_relist_duration_seconds{%s})' % [by, sel], instant=true, format='table', refId='C'),
+            g.target('max by (%s) (pleg_relist_last_duration_seconds{%s})' % [by, sel], instant=true, format='table', refId='C'),
             g.target('max by (%s) (instance:pleg_containers_exited_unknown:sum{%s})' % [by, sel], instant=true, format='table', refId='D'),
             g.target('max by (%s) (pleg_relist_status_in_flight_seconds{%s})' % [by, sel], instant=true, format='table', refId='E'),
             g.target('max by (%s) (pleg_relist_status_last_duration_seconds{%s})' % [by, sel], instant=true, format='table', refId='F'),
@@ -104,7 +104,7 @@
         g.timeseries(
           'Relist duration, top 10 nodes',
           'Wall time of the two list calls on the slowest nodes.',
-          [g.target('topk(10, max by (%s) (pleg_relist_duration_seconds{%s}))' % [by, sel], '{{%s}}' % by)],
+          [g.target('topk(10, max by (%s) (pleg_relist_last_duration_seconds{%s}))' % [by, sel], '{{%s}}' % by)],
           's',
         ),
         g.timeseries(

@@ -77,8 +77,8 @@
           'Relist duration',
           'Time of the two unfiltered list calls (ours) and the kubelet relist p99 when Prometheus scrapes the kubelet. The kubelet histogram stops at 10 s and records fast failures as healthy durations; ours does not.',
           [
-            g.target('max(pleg_relist_duration_seconds{%s})' % sel, 'shadow relist'),
-            g.target('max by (rpc) (pleg_relist_rpc_duration_seconds{%s})' % sel, '{{rpc}}', refId='B'),
+            g.target('max(pleg_relist_last_duration_seconds{%s})' % sel, 'shadow relist'),
+            g.target('max by (rpc) (pleg_relist_rpc_last_duration_seconds{%s})' % sel, '{{rpc}}', refId='B'),
             g.target('histogram_quantile(0.99, sum by (le) (rate(kubelet_pleg_relist_duration_seconds_bucket{%s}[$__rate_interval])))' % ksel, 'kubelet p99', refId='C'),
           ],
           's',
@@ -88,11 +88,11 @@
           'The second half of the kubelet relist, as the exporter repeats it: GetPodStatus of every changed pod and every pod to reinspect, one call after another, each with a 2m deadline, against the two lists. Expected kubelet relist: lists + status pass (or the call in flight, when longer) + 1s + lists; at %(kubeletPlegThresholdSeconds)ds the node turns NotReady. A call in flight past the orange line hangs (PLEGStatusCallHanging); the expected relist past the red line is PLEGStatusPassNearThreshold.' % c,
           [
             g.target('max(pleg_relist_status_last_duration_seconds{%s})' % sel, 'status pass'),
-            g.target('max(pleg_relist_duration_seconds{%s})' % sel, 'lists', refId='B'),
+            g.target('max(pleg_relist_last_duration_seconds{%s})' % sel, 'lists', refId='B'),
             g.target('max by (rpc) (pleg_relist_status_in_flight_seconds{%s})' % sel, 'in flight {{rpc}}', refId='C'),
             g.target(|||
               max(
-                2 * pleg_relist_duration_seconds{%(sel)s} + %(period)d
+                2 * pleg_relist_last_duration_seconds{%(sel)s} + %(period)d
                 + (max without (rpc) (pleg_relist_status_in_flight_seconds{%(sel)s}) > pleg_relist_status_last_duration_seconds{%(sel)s}
                    or pleg_relist_status_last_duration_seconds{%(sel)s})
               )

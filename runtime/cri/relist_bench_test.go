@@ -77,7 +77,7 @@ func BenchmarkRelistFeatures(b *testing.B) {
 		}
 		d += s.Duration
 	}
-	// What pleg_relist_duration_seconds would say: the two lists only.
+	// What pleg_relist_last_duration_seconds would say: the two lists only.
 	b.ReportMetric(float64(d.Nanoseconds())/float64(b.N), "list-ns/op")
 	// The process's CPU, the server's replay included (the same bytes
 	// written whatever the client does): on a shared machine the wall time

@@ -22,7 +22,7 @@ import (
 // BenchmarkChanges is the churn bookkeeping of one relist of 3,000
 // containers in 300 pods, 30 of whose containers change state each relist:
 // what the relist's visitor calls while the list answers are read
-// (Sandbox, Container: inside pleg_relist_duration_seconds), and End,
+// (Sandbox, Container: inside pleg_relist_last_duration_seconds), and End,
 // after them. record-ns/op is the first part alone.
 func BenchmarkChanges(b *testing.B) {
 	const pods, containers = 300, 3000

@@ -12,7 +12,7 @@
 // limitations under the License.
 
 // Command listbench measures the list part of the relist,
-// pleg_relist_duration_seconds (the two unfiltered calls, nothing else), of
+// pleg_relist_last_duration_seconds (the two unfiltered calls, nothing else), of
 // two exporter binaries against one real containerd, side by side.
 //
 // It starts a private containerd (internal/testenv: its own directories,
@@ -21,7 +21,7 @@
 // runs the binaries in turn, A B A B ... (or A B C A B C ...), each for
 // --relists relists at --relist.interval 1s, with every feature on
 // (namespace metrics, status probes; the churn is always on where the binary has it). From each run it
-// reads pleg_relist_duration_seconds after every relist (a scrape whenever
+// reads pleg_relist_last_duration_seconds after every relist (a scrape whenever
 // pleg_relists_total moves) and the exporter's CPU time over the measured
 // relists (/proc/PID/stat). It prints each run's median, each binary's
 // median of its run medians, and its ratio to the last binary (the
@@ -240,7 +240,7 @@ func compare(ep string) error {
 		}
 	}
 	base := len(bins) - 1
-	fmt.Printf("pleg_relist_duration_seconds, median of each run's %d relists (ms):\n\n| round |", *relists)
+	fmt.Printf("pleg_relist_last_duration_seconds, median of each run's %d relists (ms):\n\n| round |", *relists)
 	for _, b := range bins {
 		fmt.Printf(" %s |", b.name)
 	}
@@ -304,7 +304,7 @@ func measure(ep, bin string) (run, error) {
 		if !ok || total == last {
 			continue
 		}
-		d, ok := testenv.Gauge(ms, "pleg_relist_duration_seconds", nil)
+		d, ok := testenv.Gauge(ms, "pleg_relist_last_duration_seconds", nil)
 		if !ok {
 			continue // no relist finished yet
 		}

@@ -189,7 +189,7 @@ type exporter struct {
 type sample struct {
 	calls    map[string]int64
 	cpu      time.Duration
-	list     time.Duration // pleg_relist_duration_seconds: the two lists
+	list     time.Duration // pleg_relist_last_duration_seconds: the two lists
 	statusMs float64       // the pass's own duration
 }
 
@@ -301,7 +301,7 @@ func bench() error {
 func report(ns []int, exps []*exporter, kubelet map[int][]int) {
 	on, off := exps[0], exps[1]
 	fmt.Printf("Medians of %d relists each, the two exporters alternating after each change.\n\n", *relists)
-	fmt.Println("| changed pods per interval | exporter's status calls per interval | kubelet's GetPodStatus calls, same pods, same window | exporter / kubelet | PodSandboxStatus + ContainerStatus | filtered lists | status pass wall time | exporter CPU per relist, pass on | pass off | the pass's CPU | list part (pleg_relist_duration_seconds), on / off |")
+	fmt.Println("| changed pods per interval | exporter's status calls per interval | kubelet's GetPodStatus calls, same pods, same window | exporter / kubelet | PodSandboxStatus + ContainerStatus | filtered lists | status pass wall time | exporter CPU per relist, pass on | pass off | the pass's CPU | list part (pleg_relist_last_duration_seconds), on / off |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range ns {
 		var status, statusCalls, lists, k, cpuOn, cpuOff, wall, listOn, listOff []float64
