@@ -148,9 +148,14 @@ func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver,
 		time.Sleep(time.Second)
 	}
 
-	notHealthy, ok := st.Kubelet.WaitLog(failed.At, time.Until(failed.At.Add(plegThreshold+time.Minute)), logNotHealthy)
+	// The kubelet says it from its sync loop, which a loaded machine can
+	// hold up well past the threshold (seen: 52 s with both cores busy);
+	// a late report only lengthens the lead time measured below.
+	notHealthy, ok := st.Kubelet.WaitLog(failed.At, time.Until(failed.At.Add(plegThreshold+2*time.Minute)), logNotHealthy)
 	if !ok {
-		t.Fatalf("the kubelet did not report %q within its threshold + 60 s of its first failed relist:\n%s", logNotHealthy, st.Kubelet.LogTail(40))
+		n, last := st.Kubelet.LogSeen()
+		t.Fatalf("the kubelet did not report %q within its threshold + 2 min of its first failed relist (%d log lines read, the last stamped %s):\n%s",
+			logNotHealthy, n, last.At.Format("15:04:05.000"), st.Kubelet.LogTail(40))
 	}
 	t.Logf("overflow: the kubelet: %s", clip(notHealthy.Text, 300))
 	k2, err := st.Kubelet.Metrics()
@@ -219,9 +224,13 @@ func frozen(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver) {
 		}
 	}()
 	lastSeen := time.Unix(int64(seen), 0)
-	notHealthy, ok := st.Kubelet.WaitLog(t0, time.Until(lastSeen.Add(plegThreshold+time.Minute)), logNotHealthy)
+	// Two minutes past the threshold, as in the overflow: the kubelet's
+	// sync loop reports it, late on a loaded machine.
+	notHealthy, ok := st.Kubelet.WaitLog(t0, time.Until(lastSeen.Add(plegThreshold+2*time.Minute)), logNotHealthy)
 	if !ok {
-		t.Fatalf("the kubelet did not report %q within its threshold + 60 s of its last relist:\n%s", logNotHealthy, st.Kubelet.LogTail(40))
+		n, last := st.Kubelet.LogSeen()
+		t.Fatalf("the kubelet did not report %q within its threshold + 2 min of its last relist (%d log lines read, the last stamped %s):\n%s",
+			logNotHealthy, n, last.At.Format("15:04:05.000"), st.Kubelet.LogTail(40))
 	}
 	t.Logf("frozen runtime: the kubelet: %s", clip(notHealthy.Text, 300))
 	first, fromExporter, alerted := firstAlerts(rec, t0)

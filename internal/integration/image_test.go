@@ -86,7 +86,9 @@ type imageBuild struct {
 // saved, and projectImage loads it into the shared dockerd. TestMain calls
 // image.cancel and waits for done before it stops the daemons.
 func startImageBuild(dir string) {
-	c, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// Eight minutes for the build, four more in case the end-to-end
+	// test's build holds the lock (testenv.ProjectImage).
+	c, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	image = imageBuild{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(image.done)

@@ -554,6 +554,18 @@ func (k *Kubelet) FindLog(since time.Time, substrs ...string) (LogLine, bool) {
 	return LogLine{}, false
 }
 
+// LogSeen says how many of the log's lines FindLog has read, and the last
+// one, for a failure's message.
+func (k *Kubelet) LogSeen() (int, LogLine) {
+	k.logMu.Lock()
+	defer k.logMu.Unlock()
+	k.readLog()
+	if len(k.logLines) == 0 {
+		return 0, LogLine{}
+	}
+	return len(k.logLines), k.logLines[len(k.logLines)-1]
+}
+
 // WaitLog polls the log for FindLog's line until timeout.
 func (k *Kubelet) WaitLog(since time.Time, timeout time.Duration, substrs ...string) (LogLine, bool) {
 	deadline := time.Now().Add(timeout)

@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -65,13 +66,26 @@ func ProjectImage(ctx context.Context, d *Dockerd, repo, ref string, reuse bool)
 	}
 	cacheDir := filepath.Join(repo, ".build")
 	cached := filepath.Join(cacheDir, "image-"+key+".tar")
+	// One build at a time per repository: make test runs the integration
+	// and end-to-end packages at once, and two builds of the same tree on
+	// two cores take as long as each would alone, twice over. Whoever comes
+	// second finds the first one's saved build (with reuse) and loads it.
+	waited, unlock, err := lockBuild(ctx, cacheDir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	after := ""
+	if waited > time.Second {
+		after = fmt.Sprintf(", after %s waiting for another test's build", waited.Round(100*time.Millisecond))
+	}
 	if reuse {
 		if f, err := os.Open(cached); err == nil {
 			defer f.Close()
 			if err := loadImage(ctx, d, f, cachedRef, ref); err != nil {
 				return "", fmt.Errorf("load %s: %w", cached, err)
 			}
-			return fmt.Sprintf("loaded the docker build of the same clean copy (%d files) from %s", n, filepath.Base(cached)), nil
+			return fmt.Sprintf("loaded the docker build of the same clean copy (%d files) from %s%s", n, filepath.Base(cached), after), nil
 		}
 	}
 	t0 := time.Now()
@@ -92,8 +106,38 @@ func ProjectImage(ctx context.Context, d *Dockerd, repo, ref string, reuse bool)
 	if err := saveImage(ctx, d, ref, cacheDir, cached); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("builder %s (%s, made in %s), clean copy of %d files, docker build --network=none in %s",
-		goImage, version, imported.Round(100*time.Millisecond), n, built.Round(100*time.Millisecond)), nil
+	return fmt.Sprintf("builder %s (%s, made in %s), clean copy of %d files, docker build --network=none in %s%s",
+		goImage, version, imported.Round(100*time.Millisecond), n, built.Round(100*time.Millisecond), after), nil
+}
+
+// lockBuild takes the build lock of dir (a flock on dir/image.lock, which
+// goes with the process that holds it, killed or not), waiting for it as
+// long as ctx allows. It returns how long it waited.
+func lockBuild(ctx context.Context, dir string) (time.Duration, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "image.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return 0, nil, err
+	}
+	t0 := time.Now()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return time.Since(t0), func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return 0, nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return 0, nil, fmt.Errorf("waited %s for another test's image build (%s is locked): %w", time.Since(t0).Round(time.Second), f.Name(), ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // cachedRef is the tag a saved build carries.
