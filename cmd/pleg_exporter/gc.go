@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -42,6 +43,7 @@ const (
 
 var (
 	gcCmd          = kingpin.Command("gc", "Remove what the kubelet's container GC would, reading the runtime through lists that fit past the 16 MiB limit where the kubelet's own GC fails. A dry run unless --apply: prints, per namespace, what the kubelet's policy and --finished-pods would remove and whether the list answers then fit. Exit 0 done or nothing to do, 1 some removals failed, 2 runtime unreachable, 3 the report could not be written, 130 interrupted.")
+	gcRuntime      = addRuntimeFlags(gcCmd)
 	gcApply        = gcCmd.Flag("apply", "Remove what the plan says (default: a dry run that changes nothing).").Bool()
 	gcFinishedPods = gcCmd.Flag("finished-pods", "Also remove every pod that has no ready sandbox, containers and sandboxes, as the kubelet does for pods deleted from the API server (which gc cannot see). Their logs go with them.").Bool()
 	gcKeep         = gcCmd.Flag("keep-per-container", "Not-running containers to keep per (pod, container name), newest first: the kubelet's --maximum-dead-containers-per-container.").Default("1").Int()
@@ -87,6 +89,16 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// gcConfig is gc's runtime configuration and options, checked.
+func gcConfig(logger *slog.Logger) (detect.Config, gcOptions, error) {
+	cfg, err := gcRuntime.config(logger)
+	if err != nil {
+		return cfg, gcOptions{}, err
+	}
+	o, err := gcFlags(cfg, *gcRuntime.limit)
+	return cfg, o, err
 }
 
 func gcFlags(cfg detect.Config, limit int64) (gcOptions, error) {

@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -40,7 +39,6 @@ import (
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
-	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/pleg-exporter/pleg_exporter/collector"
 	"github.com/pleg-exporter/pleg_exporter/pleg"
@@ -66,50 +64,6 @@ const (
 	defaultGRPCLimit = 16 << 20
 )
 
-var (
-	runtimeKind = kingpin.Flag("runtime", "Runtime API to relist through: auto, cri or docker. auto probes the usual containerd, CRI-O, cri-dockerd and Docker sockets, CRI first.").
-			Default(detect.KindAuto).Enum(detect.KindAuto, detect.KindCRI, detect.KindDocker)
-	runtimeEndpoint = kingpin.Flag("runtime.endpoint", "Runtime socket as a URL, the kubelet's --container-runtime-endpoint (e.g. unix:///run/containerd/containerd.sock). Empty: auto-detect.").
-			Default("").String()
-	dockerHost = kingpin.Flag("docker.host", "Docker daemon to read Docker-native states from on cri-dockerd nodes (only Docker shows dead containers). Empty: auto-detect on cri-dockerd nodes; none: off.").
-			Default("").String()
-	relistInterval = kingpin.Flag("relist.interval", "Pause between the end of one shadow relist and the start of the next (the kubelet relists every 1s; this adds one relist per interval).").
-			Default("10s").Duration()
-	relistTimeout = kingpin.Flag("relist.timeout", "Deadline of each runtime call, as the kubelet's --runtime-request-timeout.").
-			Default("2m").Duration()
-	plegThreshold = kingpin.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m, with or without the EventedPLEG gate).").
-			Default("3m").Duration()
-	grpcLimit = kingpin.Flag("pleg.grpc-limit-bytes", "The kubelet's gRPC receive limit that list answers are compared against.").
-			Default(strconv.Itoa(defaultGRPCLimit)).Int64()
-	maxRecv = kingpin.Flag("runtime.max-recv-bytes", "The exporter's own receive limit for one runtime answer (a gRPC message, a Docker container list), far above the kubelet's so answers past 16 MiB are still measured.").
-		Default("268435456").Int()
-	metricsPath = kingpin.Flag("web.telemetry-path", "Path under which to expose metrics.").
-			Default("/metrics").String()
-	disableExporterMetrics = kingpin.Flag("web.disable-exporter-metrics", "Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").
-				Bool()
-	maxRequests = kingpin.Flag("web.max-requests", "Maximum number of parallel scrape requests. Use 0 to disable.").
-			Default("40").Int()
-	idleTimeout = kingpin.Flag("web.idle-timeout", "How long a keep-alive connection may stay idle between requests before the exporter closes it. Keep it above the scrape interval so scrapes reuse their connection.").
-			Default("2m").Duration()
-	nsEnabled = kingpin.Flag("collector.namespaces", "Export containers and payload bytes by namespace (pleg_namespace_*), the top --collector.namespaces.top namespaces and the rest as namespace=\"other\".").
-			Bool()
-	nsTop = kingpin.Flag("collector.namespaces.top", "How many namespaces --collector.namespaces names; the rest are summed as \"other\" (bounds the label's cardinality to N+1).").
-		Default("10").Int()
-	probeMax = kingpin.Flag("probe.max-per-cycle", "Status calls (PodSandboxStatus, ContainerStatus) on notready sandboxes and unknown containers per relist, oldest first and rotating; 0 disables the probes.").
-			Default("20").Int()
-	probeTimeout = kingpin.Flag("probe.timeout", "Deadline of each status probe; a probe that reaches it is counted in pleg_status_probe_timeouts_total.").
-			Default("5s").Duration()
-	statusPass = kingpin.Flag("relist.status", "After the lists, inspect every pod that changed since the previous relist, and every pod whose inspection failed, the way the kubelet's relist does (GetPodStatus: a filtered list and a status call per sandbox and container, one after another, each with --relist.timeout), so pleg_last_seen_seconds grows through a hung status call as the kubelet's does. --no-relist.status turns it off.").
-			Default("true").Bool()
-	statusStartupPods = kingpin.Flag("relist.status.startup-pods", "Pods already there when the exporter started that one relist inspects besides the changed ones, until all were inspected once, each on --probe.timeout: spreads a fleet-wide rollout's first inspections over minutes. 0: such pods are inspected only when they change.").
-				Default("10").Int()
-	toolkitFlags = kingpinflag.AddFlags(kingpin.CommandLine, defaultAddress)
-
-	_           = kingpin.Command("serve", "Relist in the background and serve /metrics (the default).").Default()
-	diagnoseCmd = kingpin.Command("diagnose", "Relist once and report what threatens the node: counts, payload against the limit, the namespaces and pods that hold the containers, hanging status calls, and the cleanup commands. Exit 0 healthy, 1 at risk, 2 runtime unreachable, 3 the report could not be written.")
-	outputFmt   = diagnoseCmd.Flag("output", "Report format: text or json.").Default("text").Enum("text", "json")
-)
-
 func main() {
 	os.Exit(run())
 }
@@ -123,164 +77,35 @@ func run() int {
 	kingpin.HelpFlag.Short('h')
 	command := kingpin.Parse()
 	logger := promslog.New(promslogConfig)
-
-	cfg := detect.Config{
-		Kind:         *runtimeKind,
-		Endpoint:     *runtimeEndpoint,
-		DockerHost:   *dockerHost,
-		MaxRecvBytes: *maxRecv,
-		Timeout:      *relistTimeout,
-		Logger:       logger,
-		ProbeMax:     *probeMax,
-		ProbeTimeout: *probeTimeout,
-		LimitBytes:   *grpcLimit,
-	}
-	if *nsEnabled {
-		cfg.NamespacesTop = *nsTop
-	}
-	if err := checkFlags(cfg); err != nil {
+	fail := func(code int, err error) int {
 		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
-		return 1
+		return code
 	}
+
 	switch command {
 	case diagnoseCmd.FullCommand():
-		return runDiagnose(cfg, diagnoseOptions{limitBytes: *grpcLimit, top: *nsTop, output: *outputFmt,
-			status: *statusPass, statusTimeout: *probeTimeout})
-	case gcCmd.FullCommand():
-		o, err := gcFlags(cfg, *grpcLimit)
+		cfg, opts, err := diagnoseConfig(logger)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
-			return 1
+			return fail(1, err)
 		}
-		return runGC(cfg, o, os.Stdout, os.Stderr)
+		return runDiagnose(cfg, opts)
+	case gcCmd.FullCommand():
+		cfg, opts, err := gcConfig(logger)
+		if err != nil {
+			return fail(1, err)
+		}
+		return runGC(cfg, opts, os.Stdout, os.Stderr)
+	}
+	cfg, err := serveConfig(logger)
+	if err != nil {
+		return fail(1, err)
 	}
 	if f := *toolkitFlags.WebConfigFile; f != "" {
 		if err := web.Validate(f); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: error: --web.config.file=%s: %v\n", name, f, err)
-			return 1
+			return fail(1, fmt.Errorf("--web.config.file=%s: %v", f, err))
 		}
 	}
-
-	logger.Info("Starting "+name, "version", version.Info())
-	logger.Info("Build context", "build_context", version.BuildContext())
-
-	rt, err := detect.Open(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
-		return 1
-	}
-	defer rt.Close()
-
-	_, inspects := rt.(kubecontainer.PodInspector)
-	status := *statusPass && inspects
-	metrics := collector.New(collector.Config{Threshold: *plegThreshold, LimitBytes: *grpcLimit, Probes: *probeMax > 0, Status: status})
-	relister := pleg.NewRelister(rt, pleg.Config{
-		Interval:          *relistInterval,
-		LimitBytes:        *grpcLimit,
-		Probes:            *probeMax > 0,
-		Status:            status,
-		StatusStartupPods: *statusStartupPods,
-		// Not a deadline of the kubelet's: a pod unchanged since start-up
-		// may be one it never inspects (status.go).
-		StatusStartupTimeout: *probeTimeout,
-		StatusMaxDuration:    *plegThreshold,
-		TuneMemory:           true,
-	}, metrics, logger)
-	if *statusPass && !inspects {
-		logger.Warn("this runtime cannot inspect pods; the status pass is off", "runtime", cfg.Kind)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go relister.Run(ctx)
-
-	mux := http.NewServeMux()
-	mux.Handle(*metricsPath, newHandler(metrics, !*disableExporterMetrics, *maxRequests, logger))
-	mux.Handle("/-/healthy", healthHandler(cfg.Sockets(), logger))
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		select {
-		case <-relister.FirstRelistDone():
-			fmt.Fprintln(w, "Ready.")
-		default:
-			http.Error(w, "First relist has not finished yet.", http.StatusServiceUnavailable)
-		}
-	})
-	if *metricsPath != "/" {
-		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name:        "PLEG Exporter",
-			Description: "Shadow PLEG relist: warns before the kubelet's 'PLEG is not healthy'",
-			Version:     version.Info(),
-			Links: []web.LandingLinks{
-				{Address: *metricsPath, Text: "Metrics"},
-				{Address: "/-/healthy", Text: "Health"},
-				{Address: "/-/ready", Text: "Readiness"},
-			},
-		})
-		if err != nil {
-			logger.Error("landing page", "err", err)
-			return 1
-		}
-		mux.Handle("/", landing)
-	}
-
-	server := &http.Server{
-		Handler: mux,
-		// Every phase of a connection has a deadline, so no client can hold
-		// goroutines and file descriptors open: a silent or slow client is
-		// cut off while it sends its request, an idle keep-alive connection
-		// after --web.idle-timeout.
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       *idleTimeout,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(server, toolkitFlags, logger) }()
-	select {
-	case err := <-errc:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("web server failed", "err", err)
-			return 1
-		}
-	case <-ctx.Done():
-		logger.Info("Received signal, shutting down gracefully")
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := server.Shutdown(sctx); err != nil {
-			logger.Error("shutdown", "err", err)
-			return 1
-		}
-	}
-	return 0
-}
-
-func checkFlags(cfg detect.Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case *relistInterval <= 0:
-		return fmt.Errorf("--relist.interval must be positive, got %s", *relistInterval)
-	case *plegThreshold <= 0:
-		return fmt.Errorf("--pleg.threshold must be positive, got %s", *plegThreshold)
-	case *grpcLimit <= 0:
-		return fmt.Errorf("--pleg.grpc-limit-bytes must be positive, got %d", *grpcLimit)
-	case int64(*maxRecv) <= *grpcLimit:
-		return fmt.Errorf("--runtime.max-recv-bytes (%d) must be above --pleg.grpc-limit-bytes (%d) to measure answers past the kubelet's limit", *maxRecv, *grpcLimit)
-	case *idleTimeout <= 0:
-		return fmt.Errorf("--web.idle-timeout must be positive, got %s", *idleTimeout)
-	case *maxRequests < 0:
-		return fmt.Errorf("--web.max-requests must be 0 or more, got %d", *maxRequests)
-	case *nsTop < 1:
-		return fmt.Errorf("--collector.namespaces.top must be at least 1, got %d", *nsTop)
-	case *probeMax < 0:
-		return fmt.Errorf("--probe.max-per-cycle must be 0 or more, got %d", *probeMax)
-	case *probeTimeout <= 0:
-		return fmt.Errorf("--probe.timeout must be positive, got %s", *probeTimeout)
-	case *statusStartupPods < 0:
-		return fmt.Errorf("--relist.status.startup-pods must be 0 or more, got %d", *statusStartupPods)
-	}
-	return checkTelemetryPath(*metricsPath)
+	return serve(cfg, logger)
 }
 
 // checkTelemetryPath refuses a metrics path that http.ServeMux would panic
@@ -355,4 +180,115 @@ func newHandler(metrics *collector.Collector, exporterMetrics bool, maxRequests 
 		h = promhttp.InstrumentMetricHandler(self, h)
 	}
 	return h
+}
+
+// serve runs the exporter: the relist loop in the background and the
+// metrics server, until SIGTERM or SIGINT.
+func serve(cfg detect.Config, logger *slog.Logger) int {
+	logger.Info("Starting "+name, "version", version.Info())
+	logger.Info("Build context", "build_context", version.BuildContext())
+
+	rt, err := detect.Open(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", name, err)
+		return 1
+	}
+	defer rt.Close()
+
+	_, inspects := rt.(kubecontainer.PodInspector)
+	status := *serveInspect.status && inspects
+	metrics := collector.New(collector.Config{Threshold: *plegThreshold, LimitBytes: cfg.LimitBytes, Probes: cfg.ProbeMax > 0, Status: status})
+	relister := pleg.NewRelister(rt, pleg.Config{
+		Interval:          *relistInterval,
+		LimitBytes:        cfg.LimitBytes,
+		Probes:            cfg.ProbeMax > 0,
+		Status:            status,
+		StatusStartupPods: *statusStartupPods,
+		// Not a deadline of the kubelet's: a pod unchanged since start-up
+		// may be one it never inspects (status.go).
+		StatusStartupTimeout: cfg.ProbeTimeout,
+		StatusMaxDuration:    *plegThreshold,
+		TuneMemory:           true,
+	}, metrics, logger)
+	if *serveInspect.status && !inspects {
+		logger.Warn("this runtime cannot inspect pods; the status pass is off", "runtime", cfg.Kind)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go relister.Run(ctx)
+
+	mux, err := newMux(metrics, relister.FirstRelistDone(), cfg.Sockets(), logger)
+	if err != nil {
+		logger.Error("landing page", "err", err)
+		return 1
+	}
+	return listen(ctx, mux, logger)
+}
+
+// newMux routes the metrics, the probes' endpoints and the landing page.
+func newMux(metrics *collector.Collector, ready <-chan struct{}, sockets []string, logger *slog.Logger) (*http.ServeMux, error) {
+	mux := http.NewServeMux()
+	mux.Handle(*metricsPath, newHandler(metrics, !*disableExporterMetrics, *maxRequests, logger))
+	mux.Handle("/-/healthy", healthHandler(sockets, logger))
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ready:
+			fmt.Fprintln(w, "Ready.")
+		default:
+			http.Error(w, "First relist has not finished yet.", http.StatusServiceUnavailable)
+		}
+	})
+	if *metricsPath == "/" {
+		return mux, nil
+	}
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "PLEG Exporter",
+		Description: "Shadow PLEG relist: warns before the kubelet's 'PLEG is not healthy'",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: *metricsPath, Text: "Metrics"},
+			{Address: "/-/healthy", Text: "Health"},
+			{Address: "/-/ready", Text: "Readiness"},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/", landing)
+	return mux, nil
+}
+
+// listen serves mux on the toolkit's addresses until ctx ends, then shuts
+// the server down gracefully.
+func listen(ctx context.Context, mux http.Handler, logger *slog.Logger) int {
+	server := &http.Server{
+		Handler: mux,
+		// Every phase of a connection has a deadline, so no client can hold
+		// goroutines and file descriptors open: a silent or slow client is
+		// cut off while it sends its request, an idle keep-alive connection
+		// after --web.idle-timeout.
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       *idleTimeout,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(server, toolkitFlags, logger) }()
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("web server failed", "err", err)
+			return 1
+		}
+	case <-ctx.Done():
+		logger.Info("Received signal, shutting down gracefully")
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(sctx); err != nil {
+			logger.Error("shutdown", "err", err)
+			return 1
+		}
+	}
+	return 0
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,8 +104,14 @@ func (e *exporter) waitLog(want string, n int) int {
 
 func startExporter(t *testing.T, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{addr: freeAddr(t), stderr: &syncBuffer{}, done: make(chan error, 1)}
-	e.cmd = exec.Command(binary, append([]string{"--web.listen-address=" + e.addr}, args...)...)
+	e := &exporter{stderr: &syncBuffer{}, done: make(chan error, 1)}
+	var command []string
+	if len(args) > 0 && args[0] == "serve" { // the command comes first
+		command, args = args[:1], args[1:]
+	}
+	// Port 0: the exporter takes a free port and logs it, so no other
+	// process on a busy machine can take it between a probe and the bind.
+	e.cmd = exec.Command(binary, append(append(command, "--web.listen-address=127.0.0.1:0"), args...)...)
 	e.cmd.Stderr = e.stderr
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,8 +124,18 @@ func startExporter(t *testing.T, args ...string) *exporter {
 			t.Logf("exporter log:\n%s", e.stderr)
 		}
 	})
+	for deadline := time.Now().Add(30 * time.Second); e.addr == ""; time.Sleep(20 * time.Millisecond) {
+		if m := listeningOn.FindStringSubmatch(e.stderr.String()); m != nil {
+			e.addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the exporter logged no listening address in 30s:\n%s", e.stderr)
+		}
+	}
 	return e
 }
+
+// listeningOn is exporter-toolkit's log line of the bound address.
+var listeningOn = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
 
 func (e *exporter) get(t *testing.T, path string) (int, string) {
 	t.Helper()
@@ -497,5 +514,67 @@ func TestHealthyFailsOnStaleSocketMount(t *testing.T) {
 	e.get(t, "/-/healthy")
 	if n := e.waitLog("stale", 2); n != 1 {
 		t.Errorf("logged the stale socket %d times after two probes, want once", n)
+	}
+}
+
+// Each command takes its own flags: one the command does not read is an
+// error naming it, not a flag silently ignored; --help of a command lists
+// its flags and not the others'; the exporter's flags need no command name.
+func TestFlagsPerCommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"gc", "--web.listen-address=:0"}, "web.listen-address"},
+		{[]string{"gc", "--relist.interval=1s"}, "relist.interval"},
+		{[]string{"gc", "--probe.timeout=1s"}, "probe.timeout"},
+		{[]string{"diagnose", "--web.config.file=x.yml"}, "web.config.file"},
+		{[]string{"diagnose", "--apply"}, "apply"},
+		{[]string{"diagnose", "--collector.namespaces"}, "collector.namespaces"},
+		{[]string{"--apply"}, "apply"},
+		{[]string{"serve", "--output=json"}, "output"},
+	} {
+		cmd := exec.Command(binary, tc.args...)
+		out, err := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if cmd.ProcessState.ExitCode() != 1 || len(lines) != 1 || !strings.Contains(lines[0], "unknown long flag '--"+tc.flag+"'") {
+			t.Errorf("%v: exit %d (%v), output %q; want 1 and one line naming --%s", tc.args, cmd.ProcessState.ExitCode(), err, out, tc.flag)
+		}
+	}
+
+	help := func(args ...string) string {
+		out, err := exec.Command(binary, append(args, "--help")...).Output()
+		if err != nil {
+			t.Fatalf("%v --help: %v", args, err)
+		}
+		return string(out)
+	}
+	for _, tc := range []struct {
+		cmd      string
+		has, not []string
+	}{
+		{"gc", []string{"--apply", "--rate", "--runtime.endpoint", "--log.level"}, []string{"--web.listen-address", "--relist.interval", "--probe.timeout", "--relist.status"}},
+		{"diagnose", []string{"--output", "--top", "--probe.timeout", "relist.status", "--runtime.endpoint"}, []string{"--web.listen-address", "--apply", "--collector.namespaces"}},
+		{"serve", []string{"--web.listen-address", "--relist.interval", "--collector.namespaces", "--runtime.endpoint"}, []string{"--apply", "--output", "--top"}},
+	} {
+		h := help(tc.cmd)
+		for _, f := range tc.has {
+			if !strings.Contains(h, f) {
+				t.Errorf("%s --help does not list %s", tc.cmd, f)
+			}
+		}
+		for _, f := range tc.not {
+			if strings.Contains(h, f+"=") || strings.Contains(h, f+" ") {
+				t.Errorf("%s --help lists %s, another command's flag", tc.cmd, f)
+			}
+		}
+	}
+
+	// serve's flags, without the command name and with it.
+	for _, args := range [][]string{{}, {"serve"}} {
+		e := startExporter(t, append(args, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--relist.interval=1s")...)
+		if code, body := e.get(t, "/metrics"); code != http.StatusOK || !strings.Contains(body, "pleg_runtime_up 0") {
+			t.Errorf("%v: /metrics answered %d without pleg_runtime_up 0", args, code)
+		}
 	}
 }
