@@ -18,9 +18,7 @@
 package diagnose
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strings"
@@ -165,6 +163,28 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	if inv.ListErr != nil {
 		r.ListError = inv.ListErr.Error()
 	}
+	r.count(inv, th, now)
+	r.payloads(inv, th)
+	if n := r.Containers[kubecontainer.ContainerExited] + r.Containers[kubecontainer.ContainerUnknown]; n > th.ExitedContainers {
+		r.reason("%d exited or unknown containers are listed by every relist", n)
+	}
+	if r.NotReadyAll > th.NotReadySandboxes {
+		r.reason("%d notready sandboxes are listed by every relist", r.NotReadyAll)
+	}
+	if r.Docker[kubecontainer.DockerDead] > 0 {
+		r.reason("%d Docker containers are dead (a removal failed); status calls on them can hang", r.Docker[kubecontainer.DockerDead])
+	}
+	r.probes(inv, th.Top)
+	r.statusFailures(inv)
+	r.GC = adviseGC(inv, th, now)
+	r.Cleanup = cleanup(inv, r, th.LimitBytes)
+	return r
+}
+
+// count tallies containers and sandboxes by state, the namespaces and pods
+// that hold them, and the suspects: unknown or dead containers and
+// notready sandboxes, oldest first.
+func (r *Report) count(inv *kubecontainer.Inventory, th Thresholds, now time.Time) {
 	for _, s := range kubecontainer.ContainerStates {
 		r.Containers[s] = 0
 	}
@@ -196,11 +216,9 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 	for _, c := range suspects {
 		r.Suspects = append(r.Suspects, Suspect{ID: c.ID, Where: c.Namespace + "/" + c.Pod + "/" + c.Name, State: orState(c), Age: age(now, c.CreatedAt)})
 	}
-	for _, s := range inv.Sandboxes {
-		r.Sandboxes[s.State]++
-	}
 	var notready []kubecontainer.Sandbox
 	for _, s := range inv.Sandboxes {
+		r.Sandboxes[s.State]++
 		if s.State == kubecontainer.SandboxNotReady {
 			notready = append(notready, s)
 		}
@@ -213,7 +231,13 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 		}
 		r.NotReady = append(r.NotReady, Suspect{ID: s.ID, Where: s.Namespace + "/" + s.Pod, State: s.State, Age: age(now, s.CreatedAt)})
 	}
+	r.Namespaces, r.NSBytes = top(ns, th.Top, ctBytes)
+	r.Pods, r.PodBytes = top(pods, th.Top, ctBytes)
+}
 
+// payloads puts each answer against the limit, with how many more items
+// fit.
+func (r *Report) payloads(inv *kubecontainer.Inventory, th Thresholds) {
 	// The items of each answer: the ListContainers answer holds the
 	// kubelet's containers only, not the Docker containers it does not see.
 	items := map[string]int{kubecontainer.RPCListContainers: 0, kubecontainer.RPCListPodSandbox: len(inv.Sandboxes)}
@@ -238,19 +262,11 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 			r.reason("the %s answer is %.1f%% of the kubelet's %s limit", rpc, 100*p.Ratio, size(th.LimitBytes))
 		}
 	}
-	if n := r.Containers[kubecontainer.ContainerExited] + r.Containers[kubecontainer.ContainerUnknown]; n > th.ExitedContainers {
-		r.reason("%d exited or unknown containers are listed by every relist", n)
-	}
-	if r.NotReadyAll > th.NotReadySandboxes {
-		r.reason("%d notready sandboxes are listed by every relist", r.NotReadyAll)
-	}
-	if r.Docker[kubecontainer.DockerDead] > 0 {
-		r.reason("%d Docker containers are dead (a removal failed); status calls on them can hang", r.Docker[kubecontainer.DockerDead])
-	}
+}
 
-	r.Namespaces, r.NSBytes = top(ns, th.Top, ctBytes)
-	r.Pods, r.PodBytes = top(pods, th.Top, ctBytes)
-
+// probes reports the slowest status probes, the top n, and counts the
+// ones that timed out.
+func (r *Report) probes(inv *kubecontainer.Inventory, n int) {
 	names := map[string]string{}
 	for _, c := range inv.Containers {
 		names[c.ID] = c.Namespace + "/" + c.Pod + "/" + c.Name
@@ -270,17 +286,13 @@ func Build(inv *kubecontainer.Inventory, th Thresholds, now time.Time) *Report {
 		case p.Err != nil:
 			res = p.Err.Error()
 		}
-		if i < th.Top {
+		if i < n {
 			r.Probes = append(r.Probes, Probe{Kind: p.Kind, ID: p.ID, Where: names[p.ID], Duration: p.Duration.Round(time.Millisecond).String(), Result: res})
 		}
 	}
 	if timeouts > 0 {
 		r.reason("%d status calls timed out: each costs a kubelet relist up to its 2m deadline", timeouts)
 	}
-	r.statusFailures(inv)
-	r.GC = adviseGC(inv, th, now)
-	r.Cleanup = cleanup(inv, r, th.LimitBytes)
-	return r
 }
 
 // statusFailures reports the pods whose GetPodStatus failed. Each one the
@@ -458,349 +470,3 @@ func capitalize(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
-
-// batch feeds ids to a remove command a hundred at a time: the ids of
-// tens of thousands of containers overflow a shell's argument list.
-const batch = " | xargs -r -n 100 "
-
-// crictlMargin: crictl reads a list with the same 16 MiB receive limit as
-// the kubelet, so past the limit its plain list fails too; a filtered list
-// is safe to read up to this share of the limit (the framing of each item
-// adds a few bytes to the sum of their sizes).
-const crictlMargin = 0.9
-
-// maxListSteps bounds how many per-namespace or per-pod removals the report
-// spells out; diagnose, run again, lists what is left.
-const maxListSteps = 12
-
-// cleanup writes the exact commands for this runtime, cordon first.
-func cleanup(inv *kubecontainer.Inventory, r *Report, limit int64) []Step {
-	steps := []Step{{
-		Why:     "stop new pods landing here; drain before restarting the runtime or the kubelet, never restart them first",
-		Command: "kubectl cordon NODE && kubectl drain NODE --ignore-daemonsets --delete-emptydir-data --timeout=5m",
-	}}
-	var unknown, dead []string
-	for _, c := range inv.Containers {
-		switch {
-		case c.DockerState == kubecontainer.DockerDead:
-			dead = append(dead, c.ID)
-		case c.State == kubecontainer.ContainerUnknown:
-			unknown = append(unknown, c.ID)
-		}
-	}
-	var notready []string
-	for _, s := range inv.Sandboxes {
-		if s.State == kubecontainer.SandboxNotReady {
-			notready = append(notready, s.ID)
-		}
-	}
-	exited := r.Containers[kubecontainer.ContainerExited]
-	if inv.View == kubecontainer.ViewDocker {
-		if exited > 0 {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers the kubelet lists (kubelet-created ones only)", exited),
-				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=container" + batch + "docker rm"})
-		}
-		switch {
-		case len(dead) > 20:
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d dead containers (if it fails again, release the mount or file that holds them)", len(dead)),
-				Command: "docker ps -aq --filter status=dead" + batch + "docker rm -f"})
-		case len(dead) > 0:
-			steps = append(steps, removeByID("remove the %d dead containers (if it fails again, release the mount or file that holds them)",
-				"docker rm -f", dead, "dead containers", "docker ps -a --filter status=dead")...)
-		}
-		if len(notready) > 0 {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d sandboxes of finished pods", len(notready)),
-				Command: "docker ps -aq --filter status=exited --filter label=io.kubernetes.docker.type=podsandbox" + batch + "docker rm"})
-		}
-		steps = append(steps, Step{Why: "or all at once", Command: "docker system prune -f",
-			Warning: "removes every stopped container on the host (not only the kubelet's), unused networks and dangling images"})
-	} else {
-		// Sandboxes first: their list stays small enough to read past the
-		// limit, and removing a finished pod's sandbox removes its
-		// containers with it, usually most of the exited ones.
-		if len(notready) > 0 {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d notready sandboxes (finished pods) and their containers", len(notready)),
-				Command: "crictl pods --state notready -q" + batch + "crictl rmp"})
-		}
-		if exited > 0 {
-			steps = append(steps, exitedSteps(inv, exited, limit)...)
-		}
-		switch {
-		case len(unknown) > 20:
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d unknown containers", len(unknown)),
-				Command: "crictl ps -a --state unknown -q" + batch + "crictl rm -f"})
-		case len(unknown) > 0:
-			steps = append(steps, removeByID("remove the %d unknown containers", "crictl rm -f", unknown, "unknown containers", "crictl ps -a --state unknown")...)
-		}
-	}
-	if top := r.NSBytes; len(top) > 0 && top[0].Fraction > 0.3 {
-		if validNamespace(top[0].Name) {
-			steps = append(steps, Step{Why: fmt.Sprintf("namespace %s holds %.0f%% of the ListContainers bytes: fix its cleanup (Job ttlSecondsAfterFinished, CronJob history limits, the crash loop)",
-				top[0].Name, 100*top[0].Fraction), Command: "kubectl -n " + shellQuote(top[0].Name) + " get jobs,cronjobs,pods"})
-		} else {
-			steps = append(steps, Step{Why: fmt.Sprintf("namespace %q holds %.0f%% of the ListContainers bytes; %s: the kubelet did not create these containers, look at them with crictl ps -a",
-				top[0].Name, 100*top[0].Fraction, leftOut)})
-		}
-	}
-	steps = append(steps, Step{Why: "let the node take pods again once the alerts resolve", Command: "kubectl uncordon NODE"})
-	return steps
-}
-
-// removeByID removes the listed containers by ID, the valid IDs only; why
-// has a %d for their number. The others get a step of their own that says
-// they were left out and how to look at them.
-func removeByID(why, command string, ids []string, what, inspect string) []Step {
-	var valid []string
-	for _, id := range ids {
-		if validID(id) {
-			valid = append(valid, id)
-		}
-	}
-	var steps []Step
-	if len(valid) > 0 {
-		steps = append(steps, Step{Why: fmt.Sprintf(why, len(valid)), Command: command + " " + shellQuoteAll(valid)})
-	}
-	if n := len(ids) - len(valid); n > 0 {
-		steps = append(steps, Step{Why: fmt.Sprintf("%d %s have an ID that is not a valid container ID (lowercase hex), so no command names them: left out; look at them with %s", n, what, inspect)})
-	}
-	return steps
-}
-
-// leftOut is what a step without a command says of the name it would have
-// printed.
-const leftOut = "it is not a valid Kubernetes name, so no command names it"
-
-// exitedSteps removes the exited containers of a CRI runtime through lists
-// crictl can read: all at once when their list fits under the limit,
-// otherwise namespace by namespace, and a namespace too large on its own pod
-// by pod (the kubelet's labels are server-side filters, so each list holds
-// only what it names).
-func exitedSteps(inv *kubecontainer.Inventory, exited int, limit int64) []Step {
-	fits := func(b int64) bool { return float64(b) <= crictlMargin*float64(limit) }
-	type group struct {
-		name  string
-		n     int
-		bytes int64
-	}
-	var total int64
-	byNS := map[string]*group{}
-	byPod := map[string]map[string]*group{}
-	for _, c := range inv.Containers {
-		if c.State != kubecontainer.ContainerExited {
-			continue
-		}
-		total += c.Bytes
-		g := byNS[c.Namespace]
-		if g == nil {
-			g = &group{name: c.Namespace}
-			byNS[c.Namespace] = g
-			byPod[c.Namespace] = map[string]*group{}
-		}
-		g.n++
-		g.bytes += c.Bytes
-		p := byPod[c.Namespace][c.Pod]
-		if p == nil {
-			p = &group{name: c.Pod}
-			byPod[c.Namespace][c.Pod] = p
-		}
-		p.n++
-		p.bytes += c.Bytes
-	}
-	const rm = "crictl rm"
-	if fits(total) {
-		return []Step{{Why: fmt.Sprintf("remove the %d exited containers (the kubelet needs none of them to run pods)", exited),
-			Command: "crictl ps -a --state exited -q" + batch + rm}}
-	}
-	sorted := func(m map[string]*group) []*group {
-		gs := make([]*group, 0, len(m))
-		for _, g := range m {
-			gs = append(gs, g)
-		}
-		sort.Slice(gs, func(i, j int) bool {
-			if gs[i].bytes != gs[j].bytes {
-				return gs[i].bytes > gs[j].bytes
-			}
-			return gs[i].name < gs[j].name
-		})
-		return gs
-	}
-	label := func(key, value string) string { return " --label " + key + "=" + shellQuote(value) }
-	var steps []Step
-	left := 0
-	for _, ns := range sorted(byNS) {
-		if len(steps) >= maxListSteps {
-			left += ns.n
-			continue
-		}
-		if !validNamespace(ns.name) {
-			steps = append(steps, Step{Why: fmt.Sprintf("namespace %q: %s; its %d exited containers (%s) are left out (the kubelet did not create them), look at them with crictl ps -a --state exited",
-				ns.name, leftOut, ns.n, size(ns.bytes))})
-			continue
-		}
-		nsLabel := label("io.kubernetes.pod.namespace", ns.name)
-		if fits(ns.bytes) {
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of namespace %s (%s)", ns.n, ns.name, size(ns.bytes)),
-				Command: "crictl ps -a --state exited" + nsLabel + " -q" + batch + rm})
-			continue
-		}
-		for _, pod := range sorted(byPod[ns.name]) {
-			if len(steps) >= maxListSteps {
-				left += pod.n
-				continue
-			}
-			if !validPodName(pod.name) {
-				steps = append(steps, Step{Why: fmt.Sprintf("pod %q of namespace %s: %s; its %d exited containers (%s) are left out (the kubelet did not create them), look at them with crictl ps -a --state exited",
-					pod.name, ns.name, leftOut, pod.n, size(pod.bytes))})
-				continue
-			}
-			steps = append(steps, Step{Why: fmt.Sprintf("remove the %d exited containers of pod %s/%s (%s)", pod.n, ns.name, pod.name, size(pod.bytes)),
-				Command: "crictl ps -a --state exited" + nsLabel + label("io.kubernetes.pod.name", pod.name) + " -q" + batch + rm})
-		}
-	}
-	steps[0].Why = fmt.Sprintf("the %d exited containers list to %s, too large for crictl to read at once (its limit is the kubelet's): ", exited, size(total)) + steps[0].Why
-	if left > 0 {
-		steps = append(steps, Step{Why: fmt.Sprintf("then list again: %d more exited containers are left for the next report", left),
-			Command: "pleg_exporter diagnose"})
-	}
-	return steps
-}
-
-// JSON writes the report as indented JSON. Names are as the runtime gave
-// them: encoding/json escapes controls and writes invalid UTF-8 as U+FFFD.
-func (r *Report) JSON(w io.Writer) error {
-	e := json.NewEncoder(w)
-	e.SetIndent("", "  ")
-	return e.Encode(r)
-}
-
-// Text writes the report for a person.
-// Every line goes through Printable: names, reasons and errors come from the
-// runtime and must not reach the terminal as escapes or controls.
-func (r *Report) Text(w io.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintln(w, kubecontainer.Printable(fmt.Sprintf(format, a...))) }
-	p("pleg_exporter diagnose: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
-	p("")
-	if r.AtRisk {
-		p("AT RISK:")
-		for _, s := range r.Reasons {
-			p("  - %s", s)
-		}
-	} else {
-		p("Healthy: nothing close to the kubelet's limits.")
-	}
-	if r.ListError != "" {
-		p("The kubelet's unfiltered list fails: %s", r.ListError)
-	}
-	if r.Fallback {
-		p("Counted through filtered lists, past the limit the kubelet cannot read.")
-	}
-	if r.Incomplete != "" {
-		p("Not listed: %s", r.Incomplete)
-	}
-	p("")
-	p("Containers  %s", states(r.Containers, kubecontainer.ContainerStates))
-	if r.Docker != nil {
-		p("Docker      %s", states(r.Docker, kubecontainer.DockerStates))
-	}
-	p("Sandboxes   %s", states(r.Sandboxes, kubecontainer.SandboxStates))
-	for _, pl := range r.Payload {
-		fit := "(no items)"
-		if pl.Items > 0 {
-			fit = fmt.Sprintf("(~%d more items fit)", max(pl.MoreFit, 0))
-		}
-		p("Payload     %-15s %10s  %5.1f%% of %s  %s", pl.RPC, size(pl.Bytes), 100*pl.Ratio, size(pl.LimitBytes), fit)
-	}
-	table := func(title string, rows []Share) {
-		if len(rows) == 0 {
-			return
-		}
-		p("")
-		p("%s", title)
-		p("  %-48s %10s %10s %10s %7s", "", "containers", "exited", "bytes", "share")
-		for _, s := range rows {
-			p("  %-48s %10d %10d %10s %6.1f%%", s.Name, s.Containers, s.ByState[kubecontainer.ContainerExited], size(s.Bytes), 100*s.Fraction)
-		}
-	}
-	table("Top namespaces by containers", r.Namespaces)
-	table("Top namespaces by ListContainers bytes", r.NSBytes)
-	table("Top pods by containers", r.Pods)
-	table("Top pods by ListContainers bytes", r.PodBytes)
-	suspects := func(title string, rows []Suspect, total int) {
-		if total == 0 {
-			return
-		}
-		p("")
-		p("%s (%d)", title, total)
-		for _, s := range rows {
-			p("  %-13s %-60s %-24s %s", short(s.ID), s.Where, s.State, s.Age)
-		}
-	}
-	suspects("Unknown or dead containers, oldest first", r.Suspects[:min(len(r.Suspects), 20)], len(r.Suspects))
-	suspects("Notready sandboxes, oldest first", r.NotReady, r.NotReadyAll)
-	if len(r.Probes) > 0 {
-		p("")
-		p("Slowest status calls")
-		for _, pr := range r.Probes {
-			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, short(pr.ID), pr.Where, pr.Duration, pr.Result)
-		}
-	}
-	if len(r.StatusFailures) > 0 {
-		p("")
-		p("Pods whose status calls fail (the kubelet's relist waits on each; runbook: PLEGStatusCallHanging)")
-		for _, f := range r.StatusFailures {
-			p("  %-50s %s %s: %s after %s", f.Pod, f.RPC, short(f.ID), f.Code, f.Duration)
-			p("    %s", f.Error)
-			for _, l := range f.Look {
-				p("    $ %s", l)
-			}
-		}
-	}
-	if r.Inspected > 0 || r.NotInspected > 0 {
-		p("")
-		p("Status of %d pods inspected as the kubelet does (%d failed, %d not reached)", r.Inspected, len(r.StatusFailures), r.NotInspected)
-	}
-	if g := r.GC; g != nil {
-		p("")
-		p("Fix first: remove what the kubelet's own container GC would, through lists that fit")
-		fits := "fits under the limit"
-		if !g.Fits {
-			fits = "STILL OVER THE LIMIT"
-		}
-		who := "The kubelet's own policy"
-		if g.Policy == gc.PolicyFinishedPods {
-			who = "With --finished-pods it"
-		}
-		p("  %s removes %d containers and %d sandboxes: ListContainers %s → %s (%s).", who, g.Containers, g.Sandboxes,
-			size(g.Before[kubecontainer.RPCListContainers]), size(g.After[kubecontainer.RPCListContainers]), fits)
-		p("  %s.", capitalize(g.Why))
-		if g.FinishedPods > 0 {
-			p("  It removes %d pods that have no ready sandbox, and with them their logs.", g.FinishedPods)
-		}
-		p("  See the plan per namespace (changes nothing):  %s", g.DryRun)
-		p("  Apply it:                                       %s", g.Command)
-	}
-	p("")
-	if r.GC != nil {
-		p("Or by hand")
-	} else {
-		p("Cleanup")
-	}
-	for i, s := range r.Cleanup {
-		p("  %d. %s", i+1, s.Why)
-		if s.Command != "" {
-			p("     %s", s.Command)
-		}
-		if s.Warning != "" {
-			p("     WARNING: %s", s.Warning)
-		}
-	}
-}
-
-func short(id string) string {
-	if len(id) > 13 {
-		return id[:13]
-	}
-	return id
-}
-
-var states = gc.States

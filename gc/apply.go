@@ -126,45 +126,15 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 			res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: "kept: a container of this sandbox was not removed"})
 			continue
 		}
-		// The call does not inherit stop: Ctrl-C lets it finish.
 		last = time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
-		var err error
-		if a.Kind == KindSandbox {
-			err = r.RemoveSandbox(ctx, a.ID)
-		} else {
-			err = r.RemoveContainer(ctx, a.ID)
+		answered, err := res.remove(r, a, o.Timeout)
+		if err != nil && a.Kind == KindContainer && !errors.Is(err, kubecontainer.ErrGone) {
+			failedSandbox[a.SandboxID] = true
 		}
-		// The runtime's own deadline (the gRPC timeout it was sent) may
-		// end the call a moment before ours does.
-		timedOut := ctx.Err() == context.DeadlineExceeded || kubecontainer.ErrorCode(err) == "DeadlineExceeded"
-		cancel()
-		res.Removals++
-		switch {
-		case err == nil:
-			res.Removed[a.Kind]++
-			res.Left[a.RPC()] -= a.Bytes
+		if answered {
 			unanswered = 0
-		case errors.Is(err, kubecontainer.ErrGone):
-			res.Gone++
-			res.Left[a.RPC()] -= a.Bytes
-			unanswered = 0
-		case errors.Is(err, kubecontainer.ErrChanged):
-			if a.Kind == KindContainer {
-				failedSandbox[a.SandboxID] = true
-			}
-			res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: err.Error()})
-			unanswered = 0
-		default:
-			if a.Kind == KindContainer {
-				failedSandbox[a.SandboxID] = true
-			}
-			res.Failures = append(res.Failures, Failure{Action: *a, Error: err.Error(), TimedOut: timedOut, Hint: hint(a, err, timedOut)})
-			if timedOut || kubecontainer.ErrorCode(err) == "Unavailable" {
-				unanswered++
-			} else {
-				unanswered = 0
-			}
+		} else {
+			unanswered++
 		}
 		if o.GiveUpAfter > 0 && unanswered >= o.GiveUpAfter {
 			res.GaveUp = fmt.Sprintf("the last %d removals timed out or found the runtime unreachable; last: %v", unanswered, err)
@@ -178,6 +148,38 @@ func Apply(stop context.Context, r kubecontainer.Remover, plan *Plan, o Options)
 	}
 	res.Duration = time.Since(start)
 	return res
+}
+
+// remove makes one removal, on its own deadline, and counts its outcome.
+// answered is false when the call timed out or found the runtime
+// unreachable.
+func (res *Result) remove(r kubecontainer.Remover, a *Action, timeout time.Duration) (answered bool, err error) {
+	// The call does not inherit stop: Ctrl-C lets it finish.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	if a.Kind == KindSandbox {
+		err = r.RemoveSandbox(ctx, a.ID)
+	} else {
+		err = r.RemoveContainer(ctx, a.ID)
+	}
+	// The runtime's own deadline (the gRPC timeout it was sent) may
+	// end the call a moment before ours does.
+	timedOut := ctx.Err() == context.DeadlineExceeded || kubecontainer.ErrorCode(err) == "DeadlineExceeded"
+	cancel()
+	res.Removals++
+	switch {
+	case err == nil:
+		res.Removed[a.Kind]++
+		res.Left[a.RPC()] -= a.Bytes
+	case errors.Is(err, kubecontainer.ErrGone):
+		res.Gone++
+		res.Left[a.RPC()] -= a.Bytes
+	case errors.Is(err, kubecontainer.ErrChanged):
+		res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: err.Error()})
+	default:
+		res.Failures = append(res.Failures, Failure{Action: *a, Error: err.Error(), TimedOut: timedOut, Hint: hint(a, err, timedOut)})
+		return !(timedOut || kubecontainer.ErrorCode(err) == "Unavailable"), err
+	}
+	return true, err
 }
 
 // progress writes one line: how far, how much is left of the answer, the

@@ -182,138 +182,10 @@ var liveInDocker = map[string]bool{
 // under the empty UID of a pod it does not know and remove it); a Docker
 // container that Docker says is alive is never touched.
 func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
-	plan := &Plan{Policy: p, Before: Payloads(inv), After: map[string]int64{}}
-	plan.Actions = []Action{}
-
-	readyPod, listedPod := map[string]bool{}, map[string]bool{}
-	for _, s := range inv.Sandboxes {
-		listedPod[s.PodUID] = true
-		if s.State == kubecontainer.SandboxReady {
-			readyPod[s.PodUID] = true
-		}
-	}
-	// A pod is finished when it has sandboxes and none is ready; a pod
-	// with no listed sandbox may be one created after the sandboxes were
-	// listed: not finished.
-	finished := func(uid string) bool { return p.FinishedPods && listedPod[uid] && !readyPod[uid] }
-	// cri-dockerd reports a container Docker restarts as unknown, like a
-	// dead one; only Docker's own view tells them apart.
-	unsureUnknown := inv.Info.Runtime == "docker" && inv.View == kubecontainer.ViewCRI
-	// A container listed twice (it changed state between two per-state
-	// lists of the fallback) counts once, as running if it ran in either.
-	running := map[string]bool{}
-	for _, c := range inv.Containers {
-		if c.State == kubecontainer.ContainerRunning {
-			running[c.ID] = true
-		}
-	}
-	seen := map[string]bool{}
-
-	// Step 1: containers.
-	type unit struct{ uid, name string }
-	units := map[unit][]*kubecontainer.Container{}
-	remaining := map[string]int{} // sandbox id -> containers left in it
-	removeCt := func(c *kubecontainer.Container, rule string) {
-		plan.Actions = append(plan.Actions, Action{Kind: KindContainer, ID: c.ID, Namespace: c.Namespace, Pod: c.Pod, PodUID: c.PodUID,
-			SandboxID: c.SandboxID, Name: c.Name, Attempt: c.Attempt, State: c.State, Rule: rule, CreatedAt: c.CreatedAt, Bytes: c.Bytes, key: c.CreatedAt})
-	}
-	newestGC := now.Add(-p.MinAge)
-	for i := range inv.Containers {
-		c := &inv.Containers[i]
-		if c.State == kubecontainer.ContainerDockerOnly || seen[c.ID] {
-			continue // not the kubelet's (not in its lists either), or listed twice
-		}
-		seen[c.ID] = true
-		switch {
-		case c.PodUID == "":
-			plan.Kept.NotKubelets++
-		case c.State == kubecontainer.ContainerRunning || running[c.ID]:
-			plan.Kept.Running++
-		case liveInDocker[c.DockerState]:
-			plan.Kept.LiveInDocker++
-		case unsureUnknown && c.State == kubecontainer.ContainerUnknown:
-			plan.Kept.UnknownUnsure++
-		case p.MinAge > 0 && c.CreatedAt.After(newestGC):
-			plan.Kept.Young++
-		case c.DockerState == kubecontainer.DockerDead || c.DockerState == kubecontainer.DockerRemoving:
-			removeCt(c, RuleDead)
-			continue
-		case finished(c.PodUID):
-			removeCt(c, RuleFinishedPod)
-			continue
-		default:
-			k := unit{c.PodUID, c.Name}
-			units[k] = append(units[k], c)
-			continue
-		}
-		remaining[c.SandboxID]++
-	}
-	for _, cs := range units {
-		sort.SliceStable(cs, func(i, j int) bool { return newerContainer(cs[i], cs[j]) })
-		for i, c := range cs {
-			if i < p.KeepPerContainer {
-				plan.Kept.Newest++
-				remaining[c.SandboxID]++
-				continue
-			}
-			removeCt(c, RuleOlderAttempt)
-		}
-	}
-
-	// Step 2: sandboxes.
-	byPod := map[string][]*kubecontainer.Sandbox{}
-	for i := range inv.Sandboxes {
-		s := &inv.Sandboxes[i]
-		if s.PodUID == "" {
-			plan.Kept.NotKubelets++
-			continue
-		}
-		byPod[s.PodUID] = append(byPod[s.PodUID], s)
-	}
-	lastOf := map[string]time.Time{} // sandbox id -> newest of its removed containers
-	for _, a := range plan.Actions {
-		if a.CreatedAt.After(lastOf[a.SandboxID]) {
-			lastOf[a.SandboxID] = a.CreatedAt
-		}
-	}
-	// A listing that missed containers (the runtime rejected a state
-	// filter) cannot tell an empty sandbox: removing one would take the
-	// missed containers with it. Nor can a remover that would leave half a
-	// sandbox behind (the Docker API: cri-dockerd's checkpoint stays).
-	keepAll := inv.Incomplete != "" || inv.DockerAPI
-	for uid, sbs := range byPod {
-		if keepAll {
-			plan.Kept.SandboxesUnchecked += len(sbs)
-			continue
-		}
-		sort.SliceStable(sbs, func(i, j int) bool { return newerSandbox(sbs[i], sbs[j]) })
-		keep := 1
-		if finished(uid) {
-			keep = 0
-		}
-		for i, s := range sbs {
-			switch {
-			case s.State == kubecontainer.SandboxReady:
-				plan.Kept.ReadySandbox++
-			case remaining[s.ID] > 0:
-				plan.Kept.ActiveSandbox++
-			case i < keep:
-				plan.Kept.NewestSandbox++
-			default:
-				rule := RuleOldSandbox
-				if keep == 0 {
-					rule = RuleFinishedPod
-				}
-				key := s.CreatedAt
-				if t := lastOf[s.ID]; t.After(key) {
-					key = t
-				}
-				plan.Actions = append(plan.Actions, Action{Kind: KindSandbox, ID: s.ID, Namespace: s.Namespace, Pod: s.Pod, PodUID: s.PodUID,
-					Attempt: s.Attempt, State: s.State, Rule: rule, CreatedAt: s.CreatedAt, Bytes: s.Bytes, key: key})
-			}
-		}
-	}
-
+	b := newPlanner(inv, p)
+	b.containers(now)
+	b.sandboxes()
+	plan := b.plan
 	// Oldest first; a sandbox sorts after each of its containers (its key
 	// is at least theirs, and containers go first on a tie).
 	sort.SliceStable(plan.Actions, func(i, j int) bool {
@@ -334,6 +206,160 @@ func Build(inv *kubecontainer.Inventory, p Policy, now time.Time) *Plan {
 		plan.After[a.RPC()] -= a.Bytes
 	}
 	return plan
+}
+
+// planner holds what Build learns of the inventory while it plans.
+type planner struct {
+	inv                 *kubecontainer.Inventory
+	policy              Policy
+	plan                *Plan
+	readyPod, listedPod map[string]bool
+	running             map[string]bool // container ids listed as running at least once
+	remaining           map[string]int  // sandbox id -> containers left in it
+}
+
+func newPlanner(inv *kubecontainer.Inventory, p Policy) *planner {
+	b := &planner{inv: inv, policy: p, plan: &Plan{Policy: p, Before: Payloads(inv), After: map[string]int64{}, Actions: []Action{}},
+		readyPod: map[string]bool{}, listedPod: map[string]bool{}, running: map[string]bool{}, remaining: map[string]int{}}
+	for _, s := range inv.Sandboxes {
+		b.listedPod[s.PodUID] = true
+		if s.State == kubecontainer.SandboxReady {
+			b.readyPod[s.PodUID] = true
+		}
+	}
+	// A container listed twice (it changed state between two per-state
+	// lists of the fallback) counts once, as running if it ran in either.
+	for _, c := range inv.Containers {
+		if c.State == kubecontainer.ContainerRunning {
+			b.running[c.ID] = true
+		}
+	}
+	return b
+}
+
+// finished says whether the pod is one --finished-pods removes: it has
+// sandboxes and none is ready. A pod with no listed sandbox may be one
+// created after the sandboxes were listed: not finished.
+func (b *planner) finished(uid string) bool {
+	return b.policy.FinishedPods && b.listedPod[uid] && !b.readyPod[uid]
+}
+
+func (b *planner) removeContainer(c *kubecontainer.Container, rule string) {
+	b.plan.Actions = append(b.plan.Actions, Action{Kind: KindContainer, ID: c.ID, Namespace: c.Namespace, Pod: c.Pod, PodUID: c.PodUID,
+		SandboxID: c.SandboxID, Name: c.Name, Attempt: c.Attempt, State: c.State, Rule: rule, CreatedAt: c.CreatedAt, Bytes: c.Bytes, key: c.CreatedAt})
+}
+
+// containers plans step 1: the containers, as the kubelet's
+// evictContainers does, newest --keep-per-container of each (pod, name)
+// kept.
+func (b *planner) containers(now time.Time) {
+	// cri-dockerd reports a container Docker restarts as unknown, like a
+	// dead one; only Docker's own view tells them apart.
+	unsureUnknown := b.inv.Info.Runtime == "docker" && b.inv.View == kubecontainer.ViewCRI
+	type unit struct{ uid, name string }
+	units := map[unit][]*kubecontainer.Container{}
+	seen := map[string]bool{}
+	kept := &b.plan.Kept
+	newestGC := now.Add(-b.policy.MinAge)
+	for i := range b.inv.Containers {
+		c := &b.inv.Containers[i]
+		if c.State == kubecontainer.ContainerDockerOnly || seen[c.ID] {
+			continue // not the kubelet's (not in its lists either), or listed twice
+		}
+		seen[c.ID] = true
+		switch {
+		case c.PodUID == "":
+			kept.NotKubelets++
+		case c.State == kubecontainer.ContainerRunning || b.running[c.ID]:
+			kept.Running++
+		case liveInDocker[c.DockerState]:
+			kept.LiveInDocker++
+		case unsureUnknown && c.State == kubecontainer.ContainerUnknown:
+			kept.UnknownUnsure++
+		case b.policy.MinAge > 0 && c.CreatedAt.After(newestGC):
+			kept.Young++
+		case c.DockerState == kubecontainer.DockerDead || c.DockerState == kubecontainer.DockerRemoving:
+			b.removeContainer(c, RuleDead)
+			continue
+		case b.finished(c.PodUID):
+			b.removeContainer(c, RuleFinishedPod)
+			continue
+		default:
+			k := unit{c.PodUID, c.Name}
+			units[k] = append(units[k], c)
+			continue
+		}
+		b.remaining[c.SandboxID]++
+	}
+	for _, cs := range units {
+		sort.SliceStable(cs, func(i, j int) bool { return newerContainer(cs[i], cs[j]) })
+		for i, c := range cs {
+			if i < b.policy.KeepPerContainer {
+				kept.Newest++
+				b.remaining[c.SandboxID]++
+				continue
+			}
+			b.removeContainer(c, RuleOlderAttempt)
+		}
+	}
+}
+
+// sandboxes plans step 2: the sandboxes left empty by step 1, all but the
+// newest of each pod (none of a finished pod's).
+func (b *planner) sandboxes() {
+	kept := &b.plan.Kept
+	byPod := map[string][]*kubecontainer.Sandbox{}
+	for i := range b.inv.Sandboxes {
+		s := &b.inv.Sandboxes[i]
+		if s.PodUID == "" {
+			kept.NotKubelets++
+			continue
+		}
+		byPod[s.PodUID] = append(byPod[s.PodUID], s)
+	}
+	lastOf := map[string]time.Time{} // sandbox id -> newest of its removed containers
+	for _, a := range b.plan.Actions {
+		if a.CreatedAt.After(lastOf[a.SandboxID]) {
+			lastOf[a.SandboxID] = a.CreatedAt
+		}
+	}
+	// A listing that missed containers (the runtime rejected a state
+	// filter) cannot tell an empty sandbox: removing one would take the
+	// missed containers with it. Nor can a remover that would leave half a
+	// sandbox behind (the Docker API: cri-dockerd's checkpoint stays).
+	keepAll := b.inv.Incomplete != "" || b.inv.DockerAPI
+	for uid, sbs := range byPod {
+		if keepAll {
+			kept.SandboxesUnchecked += len(sbs)
+			continue
+		}
+		sort.SliceStable(sbs, func(i, j int) bool { return newerSandbox(sbs[i], sbs[j]) })
+		keep := 1
+		if b.finished(uid) {
+			keep = 0
+		}
+		for i, s := range sbs {
+			switch {
+			case s.State == kubecontainer.SandboxReady:
+				kept.ReadySandbox++
+			case b.remaining[s.ID] > 0:
+				kept.ActiveSandbox++
+			case i < keep:
+				kept.NewestSandbox++
+			default:
+				rule := RuleOldSandbox
+				if keep == 0 {
+					rule = RuleFinishedPod
+				}
+				key := s.CreatedAt
+				if t := lastOf[s.ID]; t.After(key) {
+					key = t
+				}
+				b.plan.Actions = append(b.plan.Actions, Action{Kind: KindSandbox, ID: s.ID, Namespace: s.Namespace, Pod: s.Pod, PodUID: s.PodUID,
+					Attempt: s.Attempt, State: s.State, Rule: rule, CreatedAt: s.CreatedAt, Bytes: s.Bytes, key: key})
+			}
+		}
+	}
 }
 
 // untilRatio cuts the plan after the first removal that brings both

@@ -221,40 +221,67 @@ const maxNamespaceRows = 15
 // line goes through Printable: names come from the runtime.
 func (r *Report) Text(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintln(w, kubecontainer.Printable(fmt.Sprintf(format, a...))) }
-	limit := float64(r.LimitBytes)
-	answer := func(m map[string]int64) string {
-		var parts []string
-		for _, rpc := range []string{kubecontainer.RPCListContainers, kubecontainer.RPCListPodSandbox} {
-			b := m[rpc]
-			fits := "fits"
-			if float64(b) >= limit {
-				fits = "TOO LARGE: the kubelet's relist and GC fail"
-			}
-			parts = append(parts, fmt.Sprintf("%s %s (%.1f%% of the limit, %s)", rpc, Size(b), 100*float64(b)/limit, fits))
-		}
-		return strings.Join(parts, "; ")
-	}
 	p("pleg_exporter gc: %s %s at %s, %s", r.Runtime.Runtime, r.Runtime.Version, r.Runtime.Endpoint, r.Time.Format(time.RFC3339))
 	if r.Applied == nil {
 		p("DRY RUN: nothing was removed; --apply removes what the selected policy (*) plans.")
 	}
 	p("")
-	p("Now     %s", answer(r.Before))
+	p("Now     %s", r.answer(r.Before))
 	p("        containers %s; sandboxes %s (limit %s)", States(r.Containers, kubecontainer.ContainerStates), States(r.Sandboxes, kubecontainer.SandboxStates), Size(r.LimitBytes))
 	if r.Incomplete != "" {
 		p("        not listed, so not removed: %s", r.Incomplete)
 	}
 	p("")
-	k, f := r.Plans[PolicyKubelet], r.Plans[PolicyFinishedPods]
+	_, f := r.namespaceTable(p)
+	p("")
+	p("After   the kubelet's policy:  %s", r.answer(r.Plans[PolicyKubelet].After))
+	p("        and --finished-pods:   %s", r.answer(r.Plans[PolicyFinishedPods].After))
+	p("Left    %s", kept(r.Plan().Kept))
+	if n := len(f.pods); n > 0 {
+		p("        --finished-pods removes %d pods that have no ready sandbox, containers and sandboxes: kubectl logs of those pods stops working. Use it for pods that are gone (finished Jobs, deleted or evicted pods); a pod restarting its sandbox right now would lose its previous containers.", n)
+	}
+	p("")
+	if r.Recommended == "" {
+		p("Nothing to do: %s.", r.Why)
+	} else {
+		p("Recommended: %s", r.Command)
+		p("        %s.", r.Why)
+	}
+	if r.Applied != nil {
+		r.Applied.text(p, r.Plan(), float64(r.LimitBytes))
+	}
+	r.checkText(p)
+}
+
+// answer is the two list answers of m against the limit, in a line.
+func (r *Report) answer(m map[string]int64) string {
+	limit := float64(r.LimitBytes)
+	var parts []string
+	for _, rpc := range []string{kubecontainer.RPCListContainers, kubecontainer.RPCListPodSandbox} {
+		b := m[rpc]
+		fits := "fits"
+		if float64(b) >= limit {
+			fits = "TOO LARGE: the kubelet's relist and GC fail"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%.1f%% of the limit, %s)", rpc, Size(b), 100*float64(b)/limit, fits))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// namespaceTable prints both policies' removals side by side, per
+// namespace (the largest first, the rest summed in one row), and the
+// totals, which it returns.
+func (r *Report) namespaceTable(p func(string, ...any)) (k, f *nsRow) {
+	kp, fp := r.Plans[PolicyKubelet], r.Plans[PolicyFinishedPods]
 	mark := func(name string) string {
 		if name == r.Selected {
 			return "* "
 		}
 		return "  "
 	}
-	p("  %-34s %s%-34s %s%s", "", mark(PolicyKubelet), fmt.Sprintf("the kubelet's policy (keep %d)", k.Policy.KeepPerContainer), mark(PolicyFinishedPods), "and --finished-pods")
+	p("  %-34s %s%-34s %s%s", "", mark(PolicyKubelet), fmt.Sprintf("the kubelet's policy (keep %d)", kp.Policy.KeepPerContainer), mark(PolicyFinishedPods), "and --finished-pods")
 	p("  %-34s %10s %10s %12s   %10s %10s %12s %6s", "namespace", "containers", "sandboxes", "bytes", "containers", "sandboxes", "bytes", "pods")
-	kn, fn := byNamespace(k), byNamespace(f)
+	kn, fn := byNamespace(kp), byNamespace(fp)
 	names := make([]string, 0, len(fn))
 	for ns := range fn {
 		names = append(names, ns)
@@ -271,77 +298,70 @@ func (r *Report) Text(w io.Writer) {
 		}
 		return names[i] < names[j]
 	})
-	zero := &nsRow{}
 	row := func(label string, a, b *nsRow) {
-		if a == nil {
-			a = zero
-		}
-		if b == nil {
-			b = zero
-		}
+		a, b = a.orZero(), b.orZero()
 		p("  %-34s %10d %10d %12s   %10d %10d %12s %6d", clip(label, 34), a.containers, a.sandboxes, Size(a.bytes), b.containers, b.sandboxes, Size(b.bytes), len(b.pods))
 	}
-	rest := [2]*nsRow{{pods: map[string]bool{}}, {pods: map[string]bool{}}}
+	rest := [2]*nsRow{newRow(), newRow()}
 	for i, ns := range names {
 		if i < maxNamespaceRows {
 			row(ns, kn[ns], fn[ns])
 			continue
 		}
-		for j, src := range []*nsRow{kn[ns], fn[ns]} {
-			if src != nil {
-				rest[j].containers += src.containers
-				rest[j].sandboxes += src.sandboxes
-				rest[j].bytes += src.bytes
-				for uid := range src.pods {
-					rest[j].pods[uid] = true
-				}
-			}
-		}
+		rest[0].add(kn[ns])
+		rest[1].add(fn[ns])
 	}
 	if len(names) > maxNamespaceRows {
 		row(fmt.Sprintf("(%d more namespaces)", len(names)-maxNamespaceRows), rest[0], rest[1])
 	}
-	total := func(pl *Plan) *nsRow {
-		t := &nsRow{pods: map[string]bool{}}
-		for _, r := range byNamespace(pl) {
-			t.containers += r.containers
-			t.sandboxes += r.sandboxes
-			t.bytes += r.bytes
-			for uid := range r.pods {
-				t.pods[uid] = true
-			}
-		}
-		return t
+	k, f = newRow(), newRow()
+	for _, r := range kn {
+		k.add(r)
 	}
-	row("total", total(k), total(f))
+	for _, r := range fn {
+		f.add(r)
+	}
+	row("total", k, f)
+	return k, f
+}
+
+func newRow() *nsRow { return &nsRow{pods: map[string]bool{}} }
+
+// add sums src (which may be nil) into t.
+func (t *nsRow) add(src *nsRow) {
+	if src == nil {
+		return
+	}
+	t.containers += src.containers
+	t.sandboxes += src.sandboxes
+	t.bytes += src.bytes
+	for uid := range src.pods {
+		t.pods[uid] = true
+	}
+}
+
+func (t *nsRow) orZero() *nsRow {
+	if t == nil {
+		return newRow()
+	}
+	return t
+}
+
+// checkText says what the kubelet's relist calls answered after the run.
+func (r *Report) checkText(p func(string, ...any)) {
+	c := r.Check
+	if c == nil {
+		return
+	}
 	p("")
-	p("After   the kubelet's policy:  %s", answer(k.After))
-	p("        and --finished-pods:   %s", answer(f.After))
-	p("Left    %s", kept(r.Plan().Kept))
-	if n := len(total(f).pods); n > 0 {
-		p("        --finished-pods removes %d pods that have no ready sandbox, containers and sandboxes: kubectl logs of those pods stops working. Use it for pods that are gone (finished Jobs, deleted or evicted pods); a pod restarting its sandbox right now would lose its previous containers.", n)
-	}
-	p("")
-	if r.Recommended == "" {
-		p("Nothing to do: %s.", r.Why)
-	} else {
-		p("Recommended: %s", r.Command)
-		p("        %s.", r.Why)
-	}
-	if r.Applied != nil {
-		r.Applied.text(p, r.Plan(), limit)
-	}
-	if c := r.Check; c != nil {
-		p("")
-		what := fmt.Sprintf("ListContainers %s, ListPodSandbox %s", Size(c.Payload[kubecontainer.RPCListContainers]), Size(c.Payload[kubecontainer.RPCListPodSandbox]))
-		switch {
-		case c.Fits:
-			p("Checked: the kubelet's relist calls answer again (%s), under the %s limit: its relist and container GC work.", what, Size(r.LimitBytes))
-		case c.Error != "":
-			p("Checked: the kubelet's relist still fails: %s. Run pleg_exporter diagnose.", c.Error)
-		default:
-			p("Checked: the kubelet's relist calls answer %s: still over the %s limit. Run pleg_exporter diagnose.", what, Size(r.LimitBytes))
-		}
+	what := fmt.Sprintf("ListContainers %s, ListPodSandbox %s", Size(c.Payload[kubecontainer.RPCListContainers]), Size(c.Payload[kubecontainer.RPCListPodSandbox]))
+	switch {
+	case c.Fits:
+		p("Checked: the kubelet's relist calls answer again (%s), under the %s limit: its relist and container GC work.", what, Size(r.LimitBytes))
+	case c.Error != "":
+		p("Checked: the kubelet's relist still fails: %s. Run pleg_exporter diagnose.", c.Error)
+	default:
+		p("Checked: the kubelet's relist calls answer %s: still over the %s limit. Run pleg_exporter diagnose.", what, Size(r.LimitBytes))
 	}
 }
 
