@@ -256,9 +256,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.RLock()
 	st, churn := c.state, c.churn
 	c.mu.RUnlock()
-	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+	gauge := gaugeFunc(func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
-	}
+	})
 
 	gauge(lastSeenDesc, c.cfg.Now().Sub(st.LastSeen).Seconds())
 	gauge(thresholdDesc, c.cfg.Threshold.Seconds())
@@ -290,8 +290,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
+	c.collectRelist(gauge, st.Last)
+	c.collectCounts(gauge, st.Counted)
+}
+
+// collectRelist exports the latest relist: up, fallback, durations, payload
+// and stream sizes, and Docker's view.
+func (c *Collector) collectRelist(gauge gaugeFunc, last *kubecontainer.Snapshot) {
 	up, fallback, fallbackDur := 0.0, 0.0, 0.0
-	if last := st.Last; last != nil {
+	if last != nil {
 		if last.Counted {
 			up = 1
 		}
@@ -329,24 +336,31 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(upDesc, up)
 	gauge(fallbackDesc, fallback)
 	gauge(fallbackDurationDesc, fallbackDur)
+}
 
-	// Counts stay at the last exact answer while the runtime is unreachable,
-	// the way the kubelet's view freezes; pleg_runtime_up tells them apart.
-	if cnt := st.Counted; cnt != nil {
+// collectCounts exports the counts. They stay at the last exact answer
+// while the runtime is unreachable, the way the kubelet's view freezes;
+// pleg_runtime_up tells them apart.
+func (c *Collector) collectCounts(gauge gaugeFunc, cnt *kubecontainer.Snapshot) {
+	if cnt == nil {
+		return
+	}
+	for _, s := range kubecontainer.ContainerStates {
+		gauge(containersDesc, float64(cnt.Containers[s]), s)
+	}
+	for _, s := range kubecontainer.SandboxStates {
+		gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
+	}
+	for _, ns := range namespaceSeries(cnt.Namespaces) {
 		for _, s := range kubecontainer.ContainerStates {
-			gauge(containersDesc, float64(cnt.Containers[s]), s)
+			gauge(nsContainersDesc, float64(ns.Containers[s]), ns.Namespace, s)
 		}
-		for _, s := range kubecontainer.SandboxStates {
-			gauge(sandboxesDesc, float64(cnt.Sandboxes[s]), s)
-		}
-		for _, ns := range namespaceSeries(cnt.Namespaces) {
-			for _, s := range kubecontainer.ContainerStates {
-				gauge(nsContainersDesc, float64(ns.Containers[s]), ns.Namespace, s)
-			}
-			gauge(nsPayloadDesc, float64(ns.PayloadBytes), ns.Namespace)
-		}
+		gauge(nsPayloadDesc, float64(ns.PayloadBytes), ns.Namespace)
 	}
 }
+
+// gaugeFunc sends one gauge sample.
+type gaugeFunc func(d *prometheus.Desc, v float64, lv ...string)
 
 // namespaceSeries returns the namespaces with label values that are UTF-8
 // and each used once, summing the ones that share a value. The runtime layer

@@ -252,7 +252,24 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 		}
 	}
 	l := c.List(ctx, v)
+	snap := c.snapshot(l, tally)
+	if probes {
+		// The candidates come from whatever listed the items, the fallback
+		// included: past the limit is when the hanging sandboxes pile up. A
+		// listing that missed some items keeps the candidates it did not
+		// see (unknown containers on cri-dockerd, a list that failed).
+		cands := append(sbCands.result(l.SandboxesListed),
+			ctCands.result(l.ContainersListed && !l.ContainersIncomplete)...)
+		c.mu.Lock()
+		c.candidates = cands
+		c.mu.Unlock()
+	}
+	return snap
+}
 
+// snapshot is what the relist l counted, with the churn since the
+// previous relist and the namespaces' tally.
+func (c *Client) snapshot(l *Listing, tally kubecontainer.NamespaceTally) *kubecontainer.Snapshot {
 	snap := kubecontainer.NewSnapshot(l.Start)
 	snap.Duration, snap.RPCs, snap.Err = l.Duration, l.RPCs, l.Err
 	if l.SandboxesListed {
@@ -269,20 +286,9 @@ func (c *Client) Relist(ctx context.Context) *kubecontainer.Snapshot {
 	snap.Counted = l.Complete()
 	// A listing without unknown containers (cri-dockerd's fallback) would
 	// count them all as gone: not compared.
-	snap.ChangedItems, snap.ChangedPods, snap.ChangesKnown = ch.End(snap.Counted && !l.ContainersIncomplete)
-	snap.PodUIDs = ch.PodUIDs()
+	snap.ChangedItems, snap.ChangedPods, snap.ChangesKnown = c.changes.End(snap.Counted && !l.ContainersIncomplete)
+	snap.PodUIDs = c.changes.PodUIDs()
 	snap.StreamAccepted = c.streamAccepted(snap)
-	if probes {
-		// The candidates come from whatever listed the items, the fallback
-		// included: past the limit is when the hanging sandboxes pile up. A
-		// listing that missed some items keeps the candidates it did not
-		// see (unknown containers on cri-dockerd, a list that failed).
-		cands := append(sbCands.result(l.SandboxesListed),
-			ctCands.result(l.ContainersListed && !l.ContainersIncomplete)...)
-		c.mu.Lock()
-		c.candidates = cands
-		c.mu.Unlock()
-	}
 	return snap
 }
 
