@@ -33,7 +33,7 @@ CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check license-check test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
+.PHONY: all build run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
 all: lint build test
 
@@ -59,7 +59,7 @@ deps:
 deps-runtime:
 	bash scripts/install-deps.sh runtime
 
-lint: vet fmt-check license-check
+lint: vet fmt-check license-check funclen
 
 vet:
 	$(GO) vet ./...
@@ -70,6 +70,10 @@ fmt-check:
 
 # Every Go file starts with the Apache-2.0 header (LICENSE), as the
 # Prometheus ecosystem's do.
+## funclen: no function outside the tests longer than 80 lines.
+funclen:
+	@$(GO) run ./internal/cmd/funclen -max 80 $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
+
 license-check:
 	@out=$$(for f in $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'); do \
 		head -n 2 "$$f" | grep -q 'Licensed under the Apache License, Version 2.0' || echo "$$f"; done); \

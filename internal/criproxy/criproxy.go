@@ -340,16 +340,7 @@ func (p *Proxy) forward(_ any, down grpc.ServerStream) error {
 	if err := p.fault(ctx, method, firstBytes); err != nil {
 		return err
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	out := metadata.MD{}
-	for k, v := range md {
-		// Transport headers are the new call's own.
-		if strings.HasPrefix(k, ":") || k == "content-type" || k == "user-agent" || strings.HasPrefix(k, "grpc-") || k == "te" {
-			continue
-		}
-		out[k] = v
-	}
-	upCtx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, out))
+	upCtx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, forwardedMD(ctx)))
 	defer cancel()
 	up, err := p.upstream.NewStream(upCtx, streamDesc, method)
 	if err != nil {
@@ -358,27 +349,7 @@ func (p *Proxy) forward(_ any, down grpc.ServerStream) error {
 	// Downstream to upstream, in the background: the rest of a client
 	// stream (nothing, for the CRI's methods), then the half-close. A
 	// downstream that breaks off cancels the upstream call.
-	go func() {
-		if first != nil {
-			if up.SendMsg(first) != nil {
-				return // the upstream's status comes from RecvMsg
-			}
-			for {
-				m := new(frame)
-				if err := down.RecvMsg(m); err != nil {
-					if !errors.Is(err, io.EOF) {
-						cancel()
-						return
-					}
-					break
-				}
-				if up.SendMsg(m) != nil {
-					return
-				}
-			}
-		}
-		up.CloseSend()
-	}()
+	go sendUp(first, down, up, cancel)
 	// Upstream to downstream, in the foreground.
 	headerSent := false
 	for {
@@ -403,6 +374,46 @@ func (p *Proxy) forward(_ any, down grpc.ServerStream) error {
 			return err
 		}
 	}
+}
+
+// forwardedMD is the downstream call's metadata the upstream call gets:
+// all but the transport headers, which are the new call's own.
+func forwardedMD(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromIncomingContext(ctx)
+	out := metadata.MD{}
+	for k, v := range md {
+		if strings.HasPrefix(k, ":") || k == "content-type" || k == "user-agent" || strings.HasPrefix(k, "grpc-") || k == "te" {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// sendUp copies downstream to upstream: first (nil when the client sent
+// nothing), the rest of a client stream (nothing, for the CRI's methods),
+// then the half-close. A downstream that breaks off cancels the upstream
+// call.
+func sendUp(first *frame, down grpc.ServerStream, up grpc.ClientStream, cancel context.CancelFunc) {
+	if first != nil {
+		if up.SendMsg(first) != nil {
+			return // the upstream's status comes from RecvMsg
+		}
+		for {
+			m := new(frame)
+			if err := down.RecvMsg(m); err != nil {
+				if !errors.Is(err, io.EOF) {
+					cancel()
+					return
+				}
+				break
+			}
+			if up.SendMsg(m) != nil {
+				return
+			}
+		}
+	}
+	up.CloseSend()
 }
 
 // frame is one message, as the bytes that were on the wire.

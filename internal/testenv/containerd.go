@@ -267,48 +267,15 @@ func StartContainerd(dir string) (*Containerd, error) {
 
 // StartContainerdWith is StartContainerd with options.
 func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error) {
-	need := []string{"containerd", "runc", "ctr", "busybox"}
-	if opts.Binaries != "" {
-		need = need[1:] // Debian's ctr imports the image; runc is Debian's
-		for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
-			if _, err := os.Stat(filepath.Join(opts.Binaries, b)); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-			}
-		}
-	}
-	if err := Check(need...); err != nil {
+	if err := containerdPrereqs(opts); err != nil {
 		return nil, err
-	}
-	if opts.PodNetwork {
-		if err := Check("ip"); err != nil {
-			return nil, err
-		}
-		for _, p := range []string{"bridge", "host-local", "loopback"} {
-			if _, err := os.Stat(filepath.Join(CNIBinDir, p)); err != nil {
-				return nil, fmt.Errorf("%w: CNI plugin %s not installed (containernetworking-plugins; make deps installs it)", ErrUnavailable, p)
-			}
-		}
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"root", "state", "cni/bin", "cni/conf"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			return nil, err
-		}
-	}
-	// Without a pod network the CNI directories stay empty.
-	cniBin := filepath.Join(dir, "cni", "bin")
-	if opts.PodNetwork {
-		cniBin = CNIBinDir
-	}
-	cfg := filepath.Join(dir, "config.toml")
-	config := containerdConfig(dir, cniBin)
-	if opts.Binaries != "" {
-		config = containerd2Config(dir, cniBin)
-	}
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+	cfg, err := writeContainerdConfig(dir, opts)
+	if err != nil {
 		return nil, err
 	}
 	c := &Containerd{Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), binaries: opts.Binaries}
@@ -351,6 +318,58 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		return nil, fmt.Errorf("import test image: %v: %s", err, out)
 	}
 	return c, nil
+}
+
+// containerdPrereqs says what is missing to start a containerd with
+// opts, as ErrUnavailable.
+func containerdPrereqs(opts ContainerdOptions) error {
+	need := []string{"containerd", "runc", "ctr", "busybox"}
+	if opts.Binaries != "" {
+		need = need[1:] // Debian's ctr imports the image; runc is Debian's
+		for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
+			if _, err := os.Stat(filepath.Join(opts.Binaries, b)); err != nil {
+				return fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
+		}
+	}
+	if err := Check(need...); err != nil {
+		return err
+	}
+	if opts.PodNetwork {
+		if err := Check("ip"); err != nil {
+			return err
+		}
+		for _, p := range []string{"bridge", "host-local", "loopback"} {
+			if _, err := os.Stat(filepath.Join(CNIBinDir, p)); err != nil {
+				return fmt.Errorf("%w: CNI plugin %s not installed (containernetworking-plugins; make deps installs it)", ErrUnavailable, p)
+			}
+		}
+	}
+	return nil
+}
+
+// writeContainerdConfig makes the daemon's directories under dir and its
+// config, which it returns the path of.
+func writeContainerdConfig(dir string, opts ContainerdOptions) (string, error) {
+	for _, d := range []string{"root", "state", "cni/bin", "cni/conf"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return "", err
+		}
+	}
+	// Without a pod network the CNI directories stay empty.
+	cniBin := filepath.Join(dir, "cni", "bin")
+	if opts.PodNetwork {
+		cniBin = CNIBinDir
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	config := containerdConfig(dir, cniBin)
+	if opts.Binaries != "" {
+		config = containerd2Config(dir, cniBin)
+	}
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		return "", err
+	}
+	return cfg, nil
 }
 
 func (c *Containerd) start() error {

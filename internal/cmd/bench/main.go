@@ -175,19 +175,7 @@ func processBench(r *row, b binaries, dir string) {
 
 	// crictl, the tool an operator would reach for, on the same population.
 	if *crictl != "" {
-		var runs []float64
-		for i := 0; i < *count; i++ {
-			t0 := time.Now()
-			cmd := exec.Command(*crictl, "--runtime-endpoint", "unix://"+sock, "--image-endpoint", "unix://"+sock, "--timeout", "2m", "ps", "-a", "-o", "json")
-			var errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = io.Discard, &errb
-			if err := cmd.Run(); err != nil {
-				r.crictlErr = lastLine(errb.String())
-				break
-			}
-			runs = append(runs, float64(time.Since(t0)))
-		}
-		r.crictl = time.Duration(median(runs))
+		crictlBench(r, sock)
 	}
 
 	// The exporter binary, as deployed, with a short interval.
@@ -208,36 +196,7 @@ func processBench(r *row, b binaries, dir string) {
 
 	// Scrape latency: sequential, then 1000 at once.
 	r.scrapeP50, r.scrapeP99 = sequentialScrapes(url)
-	before := metric(url, "pleg_relists_total")
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 1000}
-	client := &http.Client{Transport: tr, Timeout: time.Minute}
-	start := time.Now()
-	for i := 0; i < 1000; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := client.Get(url)
-			if err == nil {
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					mu.Lock()
-					r.concurrentOK++
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	// Relists expected from the interval alone over that time: the rest
-	// would have been caused by scrapes.
-	r.relistsDuring = int(metric(url, "pleg_relists_total")-before) - int(elapsed/(10*time.Second))
-	if r.relistsDuring < 0 {
-		r.relistsDuring = 0
-	}
+	r.concurrentOK, r.relistsDuring = concurrentScrapes(url)
 	exp.Process.Kill()
 	exp.Wait()
 
@@ -255,6 +214,57 @@ func processBench(r *row, b binaries, dir string) {
 	time.Sleep(time.Second)
 	_, r.scrapeQuietP99 = sequentialScrapes(url)
 	_, r.floorP99 = sequentialScrapes("http://" + addr + "/-/healthy")
+}
+
+// crictlBench times crictl ps -a -o json, one process per call.
+func crictlBench(r *row, sock string) {
+	var runs []float64
+	for i := 0; i < *count; i++ {
+		t0 := time.Now()
+		cmd := exec.Command(*crictl, "--runtime-endpoint", "unix://"+sock, "--image-endpoint", "unix://"+sock, "--timeout", "2m", "ps", "-a", "-o", "json")
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		if err := cmd.Run(); err != nil {
+			r.crictlErr = lastLine(errb.String())
+			break
+		}
+		runs = append(runs, float64(time.Since(t0)))
+	}
+	r.crictl = time.Duration(median(runs))
+}
+
+// concurrentScrapes makes 1000 scrapes at once and returns how many were
+// answered, and how many relists beyond the interval's happened meanwhile
+// (relists the scrapes would have caused).
+func concurrentScrapes(url string) (ok, extraRelists int) {
+	before := metric(url, "pleg_relists_total")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: 1000}
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Get(url)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	// Relists expected from the interval alone over that time: the rest
+	// would have been caused by scrapes.
+	extraRelists = int(metric(url, "pleg_relists_total")-before) - int(elapsed/(10*time.Second))
+	return ok, max(extraRelists, 0)
 }
 
 // sequentialScrapes times *count sets of 1000 scrapes, one after the other
@@ -381,7 +391,28 @@ minimal client's `+"`ListPodSandbox`"+` + `+"`ListContainers`"+`, decoded into m
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f× | %s | %s |\n", n, mib(r.payload), ms(r.relist), ms(r.bare),
 			float64(r.relist)/float64(r.bare), cr, ratio)
 	}
-	fmt.Fprintf(&b, `
+	memorySection(&b, rows)
+	scrapeSection(&b, rows)
+	check(os.MkdirAll(*outDir, 0o755))
+	path := filepath.Join(*outDir, "benchmarks.md")
+	// Sections written by the other benchmarks (make bench-relist,
+	// make bench-status) follow the first of their headings: keep them.
+	if old, err := os.ReadFile(path); err == nil {
+		for _, h := range keptSections {
+			if i := strings.Index(string(old), "\n"+h); i >= 0 {
+				b.WriteString(string(old[i:]))
+				break
+			}
+		}
+	}
+	check(os.WriteFile(path, []byte(b.String()), 0o644))
+	check(plotPNG(rows, filepath.Join(*outDir, "benchmarks.png")))
+	fmt.Print(b.String())
+}
+
+// memorySection is the exporter process's RSS at each size.
+func memorySection(b *strings.Builder, rows map[int]*row) {
+	fmt.Fprintf(b, `
 ## Memory of the exporter process
 
 The exporter binary against a fakecri process, relisting every 10 s (the default). *Peak* is VmHWM after two
@@ -395,14 +426,18 @@ the same at every size.
 	for _, n := range sizes {
 		r := rows[n]
 		budget := 1.5*float64(r.payload) + 20*(1<<20)
-		fmt.Fprintf(&b, "| %d | %s | %s | %.2f | %s | %s |\n", n, mib(r.payload), mib(r.peakRSS), float64(r.peakRSS)/budget, mib(r.steadyRSS), mib(r.codeRSS))
+		fmt.Fprintf(b, "| %d | %s | %s | %.2f | %s | %s |\n", n, mib(r.payload), mib(r.peakRSS), float64(r.peakRSS)/budget, mib(r.steadyRSS), mib(r.codeRSS))
 	}
-	fmt.Fprintf(&b, `
+	fmt.Fprintf(b, `
 Where the ratio is above 1 (the smallest node), it is the fixed part: the binary's code pages plus the Go runtime's
 minimum heap are more than the budget's 20 MiB. What grows with the answer, peak minus steady RSS, stays within
 1.5× of the answer at every size.
 `)
-	fmt.Fprintf(&b, `
+}
+
+// scrapeSection is the scrape latencies and the load on the runtime.
+func scrapeSection(b *strings.Builder, rows map[int]*row) {
+	fmt.Fprintf(b, `
 ## Scrapes
 
 A scrape reads the latest aggregates; it never calls the runtime. Sets of 1000 sequential scrapes of the real binary
@@ -421,9 +456,9 @@ relist in flight* repeats the sequential scrapes against an exporter that relist
 		if r.scrapeInProcess > 0 {
 			inproc = fmt.Sprintf("%.0f µs", float64(r.scrapeInProcess)/1e3)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %d | %d |\n", n, inproc, ms(r.scrapeP50), ms(r.scrapeP99), ms(r.scrapeQuietP99), ms(r.floorP99), r.concurrentOK, r.relistsDuring)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %d | %d |\n", n, inproc, ms(r.scrapeP50), ms(r.scrapeP99), ms(r.scrapeQuietP99), ms(r.floorP99), r.concurrentOK, r.relistsDuring)
 	}
-	fmt.Fprintf(&b, `
+	fmt.Fprintf(b, `
 *Handler, in process* is `+"`BenchmarkScrape`"+` (the product's metrics through promhttp, the snapshot of a 1k or a 100k
 node: the same aggregates). The HTTP figures add the loopback round trip, gzip and the exporter's Go and process
 self-metrics (the process collector's reads of `+"`/proc`"+` are most of the p50; `+"`--web.disable-exporter-metrics`"+`
@@ -443,21 +478,6 @@ costs the runtime what one of the kubelet's costs.
 
 ![time and memory vs. containers](benchmarks.png)
 `)
-	check(os.MkdirAll(*outDir, 0o755))
-	path := filepath.Join(*outDir, "benchmarks.md")
-	// Sections written by the other benchmarks (make bench-relist,
-	// make bench-status) follow the first of their headings: keep them.
-	if old, err := os.ReadFile(path); err == nil {
-		for _, h := range keptSections {
-			if i := strings.Index(string(old), "\n"+h); i >= 0 {
-				b.WriteString(string(old[i:]))
-				break
-			}
-		}
-	}
-	check(os.WriteFile(path, []byte(b.String()), 0o644))
-	check(plotPNG(rows, filepath.Join(*outDir, "benchmarks.png")))
-	fmt.Print(b.String())
 }
 
 func plotPNG(rows map[int]*row, path string) error {

@@ -96,9 +96,7 @@ func run() error {
 	}
 	defer cc.Close()
 	rs := runtimeapi.NewRuntimeServiceClient(cc)
-	pc := &testenv.PodClient{RS: rs, LogDir: filepath.Join(work, "pods")}
-	ctx := context.Background()
-	endpoint := ctd.Endpoint()
+	b := &bench{ctx: context.Background(), rs: rs, pc: &testenv.PodClient{RS: rs, LogDir: filepath.Join(work, "pods")}, endpoint: ctd.Endpoint()}
 
 	gcCmd := func(extra ...string) func(string) *exec.Cmd {
 		return func(ep string) *exec.Cmd {
@@ -116,147 +114,176 @@ func run() error {
 		{"pleg_exporter gc --apply --keep-per-container=0 (default --rate=50)", gcCmd()},
 		{"pleg_exporter gc --apply --keep-per-container=0 --rate=100000", gcCmd("--rate=100000")},
 	}
-
-	var podList []*testenv.Pod
-	for i := 0; i < *pods; i++ {
-		p, err := pc.RunPod(ctx, "bench", fmt.Sprintf("job-%d", i))
-		if err != nil {
-			return err
-		}
-		podList = append(podList, p)
-	}
-	attempt := uint32(0)
-	populate := func(ps []*testenv.Pod, k int, pad string) (int, time.Duration, error) {
-		t0 := time.Now()
-		var mu sync.Mutex
-		var firstErr error
-		n := 0
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 4)
-		for _, p := range ps {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				for a := 0; a < k; a++ {
-					spec := testenv.ContainerSpec{Name: "job", Attempt: attempt + uint32(a), Command: []string{"/bin/true"}, Start: true}
-					if pad != "" {
-						spec.ExtraAnnotations = map[string]string{"example.com/payload": pad}
-					}
-					id, err := pc.CreateContainer(ctx, p, spec)
-					if err == nil {
-						err = pc.WaitState(ctx, id, runtimeapi.ContainerState_CONTAINER_EXITED)
-					}
-					mu.Lock()
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					if err == nil {
-						n++
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		attempt += uint32(k)
-		return n, time.Since(t0), firstErr
-	}
-	exitedLeft := func() (int, error) {
-		n := 0
-		sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range sbs.Items {
-			cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: s.Id,
-				State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}}})
-			if err != nil {
-				return 0, err
-			}
-			n += len(cs.Containers)
-		}
-		return n, nil
-	}
-	timeTool := func(tl tool) (sample, string, error) {
-		cmd := tl.cmd(endpoint)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		t0 := time.Now()
-		err := cmd.Run()
-		s := sample{wall: time.Since(t0)}
-		if strings.HasPrefix(tl.name, "pleg_exporter") {
-			var r struct {
-				Applied struct {
-					Removed  map[string]int `json:"removed"`
-					Removals int            `json:"removals"`
-					Duration time.Duration  `json:"duration_ns"`
-				} `json:"applied"`
-			}
-			if jerr := json.Unmarshal(out.Bytes(), &r); jerr == nil {
-				s.removed, s.calls, s.callDur = r.Applied.Removed["container"], r.Applied.Removals, r.Applied.Duration
-			}
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndex(msg, "\n"); i >= 0 {
-			msg = msg[i+1:]
-		}
-		return s, msg, err
+	samples, popN, popDur, err := b.underLimit(tools)
+	if err != nil {
+		return err
 	}
 
-	// Under the limit: the tools take turns.
+	// Past the limit: ten pods of padded attempts, 64 KiB each.
+	big, err := b.pods("leaky", "cron-%d", 10)
+	if err != nil {
+		return err
+	}
+	bigN, _, err := b.populate(big, 28, strings.Repeat("p", 64<<10))
+	if err != nil {
+		return err
+	}
+	crictlPast, crictlMsg, crictlErr := b.timeTool(tools[0])
+	leftAfterCrictl, _ := b.exitedLeft()
+	gcPast, gcMsg, gcErr := b.timeTool(tools[1])
+	if gcErr != nil {
+		return fmt.Errorf("gc past the limit: %v: %s", gcErr, gcMsg)
+	}
+	leftAfterGC, _ := b.exitedLeft()
+
+	return write(samples, tools, popN, popDur, bigN, crictlPast, crictlMsg, crictlErr, leftAfterCrictl, gcPast, leftAfterGC)
+}
+
+// bench is the private containerd the tools take turns on.
+type bench struct {
+	ctx      context.Context
+	rs       runtimeapi.RuntimeServiceClient
+	pc       *testenv.PodClient
+	endpoint string
+	attempt  uint32 // the next attempt number of the "job" containers
+}
+
+// pods runs n pod sandboxes in namespace ns, named by format.
+func (b *bench) pods(ns, format string, n int) ([]*testenv.Pod, error) {
+	var ps []*testenv.Pod
+	for i := 0; i < n; i++ {
+		p, err := b.pc.RunPod(b.ctx, ns, fmt.Sprintf(format, i))
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// underLimit makes a fresh population of exited containers for each tool
+// in turn, rotating the order every round, and times its removal.
+func (b *bench) underLimit(tools []tool) (map[string][]sample, int, []time.Duration, error) {
+	podList, err := b.pods("bench", "job-%d", *pods)
+	if err != nil {
+		return nil, 0, nil, err
+	}
 	samples := map[string][]sample{}
 	var popN int
 	var popDur []time.Duration
 	for r := 0; r < *rounds; r++ {
 		for i := range tools {
 			tl := tools[(i+r)%len(tools)]
-			n, d, err := populate(podList, *perPod, "")
+			n, d, err := b.populate(podList, *perPod, "")
 			if err != nil {
-				return err
+				return nil, 0, nil, err
 			}
 			popN = n
 			popDur = append(popDur, d)
-			s, msg, err := timeTool(tl)
+			s, msg, err := b.timeTool(tl)
 			if err != nil {
-				return fmt.Errorf("%s: %v: %s", tl.name, err, msg)
+				return nil, 0, nil, fmt.Errorf("%s: %v: %s", tl.name, err, msg)
 			}
-			left, err := exitedLeft()
+			left, err := b.exitedLeft()
 			if err != nil {
-				return err
+				return nil, 0, nil, err
 			}
 			if left != 0 {
-				return fmt.Errorf("%s left %d exited containers", tl.name, left)
+				return nil, 0, nil, fmt.Errorf("%s left %d exited containers", tl.name, left)
 			}
 			s.removed = n
 			samples[tl.name] = append(samples[tl.name], s)
 			fmt.Fprintf(os.Stderr, "round %d: %-70s %5d removed in %s\n", r+1, tl.name, n, s.wall.Round(time.Millisecond))
 		}
 	}
+	return samples, popN, popDur, nil
+}
 
-	// Past the limit: ten pods of padded attempts, 64 KiB each.
-	var big []*testenv.Pod
-	for i := 0; i < 10; i++ {
-		p, err := pc.RunPod(ctx, "leaky", fmt.Sprintf("cron-%d", i))
-		if err != nil {
-			return err
-		}
-		big = append(big, p)
+// populate creates and runs k exited attempts in each pod, four pods at
+// a time, each with an annotation pad when it is not empty.
+func (b *bench) populate(ps []*testenv.Pod, k int, pad string) (int, time.Duration, error) {
+	t0 := time.Now()
+	var mu sync.Mutex
+	var firstErr error
+	n := 0
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for a := 0; a < k; a++ {
+				spec := testenv.ContainerSpec{Name: "job", Attempt: b.attempt + uint32(a), Command: []string{"/bin/true"}, Start: true}
+				if pad != "" {
+					spec.ExtraAnnotations = map[string]string{"example.com/payload": pad}
+				}
+				id, err := b.pc.CreateContainer(b.ctx, p, spec)
+				if err == nil {
+					err = b.pc.WaitState(b.ctx, id, runtimeapi.ContainerState_CONTAINER_EXITED)
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					n++
+				}
+				mu.Unlock()
+			}
+		}()
 	}
-	bigN, _, err := populate(big, 28, strings.Repeat("p", 64<<10))
+	wg.Wait()
+	b.attempt += uint32(k)
+	return n, time.Since(t0), firstErr
+}
+
+// exitedLeft counts the exited containers, sandbox by sandbox (lists that
+// fit past the limit).
+func (b *bench) exitedLeft() (int, error) {
+	n := 0
+	sbs, err := b.rs.ListPodSandbox(b.ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	crictlPast, crictlMsg, crictlErr := timeTool(tools[0])
-	leftAfterCrictl, _ := exitedLeft()
-	gcPast, gcMsg, gcErr := timeTool(tools[1])
-	if gcErr != nil {
-		return fmt.Errorf("gc past the limit: %v: %s", gcErr, gcMsg)
+	for _, s := range sbs.Items {
+		cs, err := b.rs.ListContainers(b.ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: s.Id,
+			State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}}})
+		if err != nil {
+			return 0, err
+		}
+		n += len(cs.Containers)
 	}
-	leftAfterGC, _ := exitedLeft()
+	return n, nil
+}
 
-	return write(samples, tools, popN, popDur, bigN, crictlPast, crictlMsg, crictlErr, leftAfterCrictl, gcPast, leftAfterGC)
+// timeTool runs a tool once and times it; for gc, its JSON report gives
+// the removals and their time.
+func (b *bench) timeTool(tl tool) (sample, string, error) {
+	cmd := tl.cmd(b.endpoint)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	s := sample{wall: time.Since(t0)}
+	if strings.HasPrefix(tl.name, "pleg_exporter") {
+		var r struct {
+			Applied struct {
+				Removed  map[string]int `json:"removed"`
+				Removals int            `json:"removals"`
+				Duration time.Duration  `json:"duration_ns"`
+			} `json:"applied"`
+		}
+		if jerr := json.Unmarshal(out.Bytes(), &r); jerr == nil {
+			s.removed, s.calls, s.callDur = r.Applied.Removed["container"], r.Applied.Removals, r.Applied.Duration
+		}
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if i := strings.LastIndex(msg, "\n"); i >= 0 {
+		msg = msg[i+1:]
+	}
+	return s, msg, err
 }
 
 func median(ds []time.Duration) time.Duration {

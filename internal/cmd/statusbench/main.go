@@ -226,24 +226,11 @@ func bench() error {
 		}
 	}
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	var exps []*exporter
-	for _, status := range []bool{true, false} {
-		client, err := cri.New(cri.Config{Endpoint: "unix://" + sock, MaxRecvBytes: 256 << 20, Timeout: 2 * time.Minute,
-			NamespacesTop: 20, ProbeMax: 10, ProbeTimeout: 5 * time.Second})
-		if err != nil {
-			return err
-		}
-		defer client.Close()
-		r := pleg.NewRelister(client, pleg.Config{Interval: time.Second, LimitBytes: 16 << 20, Probes: true,
-			Status: status, StatusStartupPods: 0, StatusStartupTimeout: 5 * time.Second, StatusMaxDuration: 3 * time.Minute,
-			TuneMemory: true}, nil, logger)
-		name := "status pass on"
-		if !status {
-			name = "status pass off"
-		}
-		exps = append(exps, &exporter{name: name, r: r, samples: map[int][]sample{}})
+	exps, closeAll, err := newExporters(sock)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	ctx := context.Background()
 	// Warm up: the first complete relist has nothing to compare with.
 	for i := 0; i < 3; i++ {
@@ -276,26 +263,63 @@ func bench() error {
 		for i := 0; i < *relists; i++ {
 			kubelet[n] = append(kubelet[n], c.churn(n))
 			for _, e := range exps {
-				before := c.calls()
-				cpu0 := cpuTime()
-				e.r.RelistOnce(ctx)
-				cpu := cpuTime() - cpu0
-				after := c.calls()
-				s := sample{calls: map[string]int64{}, cpu: cpu}
-				for _, m := range methods {
-					s.calls[m] = after[m] - before[m]
-				}
-				st := e.r.State()
-				if st.Last != nil {
-					s.list = st.Last.Duration
-				}
-				s.statusMs = float64(st.Status.Last.Duration) / 1e6
-				e.samples[n] = append(e.samples[n], s)
+				e.samples[n] = append(e.samples[n], e.measure(ctx, c))
 			}
 		}
 	}
 	report(ns, exps, kubelet)
 	return nil
+}
+
+// newExporters makes the two relisters compared, with the status pass on
+// and off, on the runtime at sock.
+func newExporters(sock string) ([]*exporter, func(), error) {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var exps []*exporter
+	var clients []*cri.Client
+	closeAll := func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	for _, status := range []bool{true, false} {
+		client, err := cri.New(cri.Config{Endpoint: "unix://" + sock, MaxRecvBytes: 256 << 20, Timeout: 2 * time.Minute,
+			NamespacesTop: 20, ProbeMax: 10, ProbeTimeout: 5 * time.Second})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		clients = append(clients, client)
+		r := pleg.NewRelister(client, pleg.Config{Interval: time.Second, LimitBytes: 16 << 20, Probes: true,
+			Status: status, StatusStartupPods: 0, StatusStartupTimeout: 5 * time.Second, StatusMaxDuration: 3 * time.Minute,
+			TuneMemory: true}, nil, logger)
+		name := "status pass on"
+		if !status {
+			name = "status pass off"
+		}
+		exps = append(exps, &exporter{name: name, r: r, samples: map[int][]sample{}})
+	}
+	return exps, closeAll, nil
+}
+
+// measure makes one relist and counts its runtime calls, its CPU and its
+// durations.
+func (e *exporter) measure(ctx context.Context, c ctl) sample {
+	before := c.calls()
+	cpu0 := cpuTime()
+	e.r.RelistOnce(ctx)
+	cpu := cpuTime() - cpu0
+	after := c.calls()
+	s := sample{calls: map[string]int64{}, cpu: cpu}
+	for _, m := range methods {
+		s.calls[m] = after[m] - before[m]
+	}
+	st := e.r.State()
+	if st.Last != nil {
+		s.list = st.Last.Duration
+	}
+	s.statusMs = float64(st.Status.Last.Duration) / 1e6
+	return s
 }
 
 func report(ns []int, exps []*exporter, kubelet map[int][]int) {
