@@ -43,7 +43,7 @@ type Thresholds struct {
 
 // DefaultThresholds are the mixin's warning thresholds
 // (mixin/config.libsonnet); a test of the mixin fails when they drift.
-var DefaultThresholds = Thresholds{LimitBytes: 16777216, PayloadRatio: 0.75, ExitedContainers: 5000, NotReadySandboxes: 1000, Top: 10}
+var DefaultThresholds = Thresholds{LimitBytes: kubecontainer.GRPCLimitBytes, PayloadRatio: 0.75, ExitedContainers: 5000, NotReadySandboxes: 1000, Top: 10}
 
 // Report is the result, printed as text or JSON.
 type Report struct {
@@ -310,7 +310,7 @@ func (r *Report) statusFailures(inv *kubecontainer.Inventory) {
 		if pi.Name == "" {
 			f.Pod = "uid " + pi.UID
 		}
-		if f.Code == "DeadlineExceeded" {
+		if f.Code == kubecontainer.CodeDeadlineExceeded {
 			hung++
 		}
 		if id := pi.Failed.ID; validID(id) {
@@ -462,7 +462,7 @@ func age(now, t time.Time) string {
 	}
 }
 
-var size = gc.Size
+var size = kubecontainer.FormatBytes
 
 func capitalize(s string) string {
 	if s == "" {

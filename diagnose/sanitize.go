@@ -67,6 +67,17 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ShellWord is s as one word for a POSIX shell: as it is when it is plainly
+// one word (letters, digits and /:._-+=@, as an endpoint URL is), else
+// quoted by shellQuote. The gc command lines that diagnose and gc print
+// use it for the flags' values.
+func ShellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/:._-+=@") == "" {
+		return s
+	}
+	return shellQuote(s)
+}
+
 // shellQuoteAll quotes each of ss, space-separated.
 func shellQuoteAll(ss []string) string {
 	q := make([]string, len(ss))

@@ -71,3 +71,18 @@ func TestValidNames(t *testing.T) {
 		}
 	}
 }
+
+// ShellWord leaves a plain endpoint as it is and quotes anything else, so
+// that the shell reads it back as the one word it was.
+func TestShellWord(t *testing.T) {
+	for _, v := range []string{"unix:///run/containerd/containerd.sock", "unix:///tmp/a b.sock", "it's", "$(reboot)", "", "a;b"} {
+		w := ShellWord(v)
+		if v == "unix:///run/containerd/containerd.sock" && w != v {
+			t.Errorf("ShellWord(%q) = %q, want it unquoted", v, w)
+		}
+		words, err := shellWords("x " + w)
+		if err != nil || len(words) != 2 || words[1].text != v {
+			t.Errorf("ShellWord(%q) = %s, read back as %+v, %v", v, w, words, err)
+		}
+	}
+}

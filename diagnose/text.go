@@ -123,7 +123,7 @@ func (r *Report) tablesText(p printer) {
 		p("")
 		p("%s (%d)", title, total)
 		for _, s := range rows {
-			p("  %-13s %-60s %-24s %s", short(s.ID), s.Where, s.State, s.Age)
+			p("  %-13s %-60s %-24s %s", kubecontainer.ShortID(s.ID), s.Where, s.State, s.Age)
 		}
 	}
 	suspects("Unknown or dead containers, oldest first", r.Suspects[:min(len(r.Suspects), 20)], len(r.Suspects))
@@ -137,14 +137,14 @@ func (r *Report) statusText(p printer) {
 		p("")
 		p("Slowest status calls")
 		for _, pr := range r.Probes {
-			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, short(pr.ID), pr.Where, pr.Duration, pr.Result)
+			p("  %-9s %-13s %-50s %8s  %s", pr.Kind, kubecontainer.ShortID(pr.ID), pr.Where, pr.Duration, pr.Result)
 		}
 	}
 	if len(r.StatusFailures) > 0 {
 		p("")
 		p("Pods whose status calls fail (the kubelet's relist waits on each; runbook: PLEGStatusCallHanging)")
 		for _, f := range r.StatusFailures {
-			p("  %-50s %s %s: %s after %s", f.Pod, f.RPC, short(f.ID), f.Code, f.Duration)
+			p("  %-50s %s %s: %s after %s", f.Pod, f.RPC, kubecontainer.ShortID(f.ID), f.Code, f.Duration)
 			p("    %s", f.Error)
 			for _, l := range f.Look {
 				p("    $ %s", l)
@@ -183,11 +183,4 @@ func (r *Report) gcText(p printer) {
 	p("  Apply it:                                       %s", g.Command)
 }
 
-func short(id string) string {
-	if len(id) > 13 {
-		return id[:13]
-	}
-	return id
-}
-
-var states = gc.States
+var states = kubecontainer.FormatStates

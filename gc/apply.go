@@ -163,7 +163,7 @@ func (res *Result) remove(r kubecontainer.Remover, a *Action, timeout time.Durat
 	}
 	// The runtime's own deadline (the gRPC timeout it was sent) may
 	// end the call a moment before ours does.
-	timedOut := ctx.Err() == context.DeadlineExceeded || kubecontainer.ErrorCode(err) == "DeadlineExceeded"
+	timedOut := ctx.Err() == context.DeadlineExceeded || kubecontainer.ErrorCode(err) == kubecontainer.CodeDeadlineExceeded
 	cancel()
 	res.Removals++
 	switch {
@@ -177,7 +177,7 @@ func (res *Result) remove(r kubecontainer.Remover, a *Action, timeout time.Durat
 		res.LeftAlone = append(res.LeftAlone, Failure{Action: *a, Error: err.Error()})
 	default:
 		res.Failures = append(res.Failures, Failure{Action: *a, Error: err.Error(), TimedOut: timedOut, Hint: hint(a, err, timedOut)})
-		return !(timedOut || kubecontainer.ErrorCode(err) == "Unavailable"), err
+		return !(timedOut || kubecontainer.ErrorCode(err) == kubecontainer.CodeUnavailable), err
 	}
 	return true, err
 }
@@ -194,7 +194,7 @@ func progress(w io.Writer, res *Result, plan *Plan, n int, start time.Time) {
 	ct := res.Left[kubecontainer.RPCListContainers]
 	fmt.Fprintf(w, "gc: %d/%d done (%d containers, %d sandboxes removed, %d already gone, %d failed) · ListContainers %s (%.1f%% of the limit) · %.1f/s · ETA %s\n",
 		n-len(res.Failures), len(plan.Actions), res.Removed[KindContainer], res.Removed[KindSandbox], res.Gone, len(res.Failures),
-		Size(ct), 100*float64(ct)/float64(plan.Policy.LimitBytes), rate, eta)
+		kubecontainer.FormatBytes(ct), 100*float64(ct)/float64(plan.Policy.LimitBytes), rate, eta)
 }
 
 // hint says what to do about a failure we know.
@@ -204,7 +204,7 @@ func hint(a *Action, err error, timedOut bool) string {
 	case strings.Contains(msg, "device or resource busy") || strings.Contains(msg, "filesystem is busy") || strings.Contains(msg, "target is busy"):
 		find := "find the process whose mounts name its id in /proc/*/mountinfo"
 		if hexID.MatchString(a.ID) {
-			find = "find it with: grep -l " + shortID(a.ID) + " /proc/*/mountinfo"
+			find = "find it with: grep -l " + kubecontainer.ShortID(a.ID) + " /proc/*/mountinfo"
 		}
 		return "something still holds this container's filesystem, most often a mount that leaked into another process's mount namespace; " +
 			find + ", stop that process (or restart the runtime once the node is drained), then run gc again"
@@ -221,21 +221,3 @@ func hint(a *Action, err error, timedOut bool) string {
 // hexID is an id as containerd and Docker write them, safe to print in a
 // command.
 var hexID = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
-// Size writes a byte count for a person.
-func Size(b int64) string {
-	switch {
-	case b >= 1<<20 || b <= -1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10 || b <= -1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
-}

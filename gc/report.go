@@ -227,7 +227,7 @@ func (r *Report) Text(w io.Writer) {
 	}
 	p("")
 	p("Now     %s", r.answer(r.Before))
-	p("        containers %s; sandboxes %s (limit %s)", States(r.Containers, kubecontainer.ContainerStates), States(r.Sandboxes, kubecontainer.SandboxStates), Size(r.LimitBytes))
+	p("        containers %s; sandboxes %s (limit %s)", kubecontainer.FormatStates(r.Containers, kubecontainer.ContainerStates), kubecontainer.FormatStates(r.Sandboxes, kubecontainer.SandboxStates), kubecontainer.FormatBytes(r.LimitBytes))
 	if r.Incomplete != "" {
 		p("        not listed, so not removed: %s", r.Incomplete)
 	}
@@ -263,7 +263,7 @@ func (r *Report) answer(m map[string]int64) string {
 		if float64(b) >= limit {
 			fits = "TOO LARGE: the kubelet's relist and GC fail"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%.1f%% of the limit, %s)", rpc, Size(b), 100*float64(b)/limit, fits))
+		parts = append(parts, fmt.Sprintf("%s %s (%.1f%% of the limit, %s)", rpc, kubecontainer.FormatBytes(b), 100*float64(b)/limit, fits))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -300,7 +300,7 @@ func (r *Report) namespaceTable(p func(string, ...any)) (k, f *nsRow) {
 	})
 	row := func(label string, a, b *nsRow) {
 		a, b = a.orZero(), b.orZero()
-		p("  %-34s %10d %10d %12s   %10d %10d %12s %6d", clip(label, 34), a.containers, a.sandboxes, Size(a.bytes), b.containers, b.sandboxes, Size(b.bytes), len(b.pods))
+		p("  %-34s %10d %10d %12s   %10d %10d %12s %6d", clip(label, 34), a.containers, a.sandboxes, kubecontainer.FormatBytes(a.bytes), b.containers, b.sandboxes, kubecontainer.FormatBytes(b.bytes), len(b.pods))
 	}
 	rest := [2]*nsRow{newRow(), newRow()}
 	for i, ns := range names {
@@ -354,14 +354,14 @@ func (r *Report) checkText(p func(string, ...any)) {
 		return
 	}
 	p("")
-	what := fmt.Sprintf("ListContainers %s, ListPodSandbox %s", Size(c.Payload[kubecontainer.RPCListContainers]), Size(c.Payload[kubecontainer.RPCListPodSandbox]))
+	what := fmt.Sprintf("ListContainers %s, ListPodSandbox %s", kubecontainer.FormatBytes(c.Payload[kubecontainer.RPCListContainers]), kubecontainer.FormatBytes(c.Payload[kubecontainer.RPCListPodSandbox]))
 	switch {
 	case c.Fits:
-		p("Checked: the kubelet's relist calls answer again (%s), under the %s limit: its relist and container GC work.", what, Size(r.LimitBytes))
+		p("Checked: the kubelet's relist calls answer again (%s), under the %s limit: its relist and container GC work.", what, kubecontainer.FormatBytes(r.LimitBytes))
 	case c.Error != "":
 		p("Checked: the kubelet's relist still fails: %s. Run pleg_exporter diagnose.", c.Error)
 	default:
-		p("Checked: the kubelet's relist calls answer %s: still over the %s limit. Run pleg_exporter diagnose.", what, Size(r.LimitBytes))
+		p("Checked: the kubelet's relist calls answer %s: still over the %s limit. Run pleg_exporter diagnose.", what, kubecontainer.FormatBytes(r.LimitBytes))
 	}
 }
 
@@ -380,7 +380,7 @@ func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
 		if float64(b) >= limit {
 			fits = "STILL OVER THE LIMIT"
 		}
-		p("        %s now %s (%.1f%% of the limit): %s", rpc, Size(b), 100*float64(b)/limit, fits)
+		p("        %s now %s (%.1f%% of the limit): %s", rpc, kubecontainer.FormatBytes(b), 100*float64(b)/limit, fits)
 	}
 	items := func(title string, fs []Failure, most int) {
 		if len(fs) == 0 {
@@ -394,7 +394,7 @@ func (res *Result) text(p func(string, ...any), plan *Plan, limit float64) {
 				break
 			}
 			a := f.Action
-			p("  %s %s %s/%s%s: %s", a.Kind, shortID(a.ID), a.Namespace, a.Pod, slashName(a.Name), f.Error)
+			p("  %s %s %s/%s%s: %s", a.Kind, kubecontainer.ShortID(a.ID), a.Namespace, a.Pod, slashName(a.Name), f.Error)
 			if f.Hint != "" {
 				p("      → %s", f.Hint)
 			}
@@ -465,15 +465,4 @@ func clip(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
-}
-
-// States writes counts by state in the given order, with their total.
-func States(m map[string]int, order []string) string {
-	total := 0
-	var parts []string
-	for _, s := range order {
-		total += m[s]
-		parts = append(parts, fmt.Sprintf("%s %d", s, m[s]))
-	}
-	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }

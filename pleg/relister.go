@@ -120,7 +120,7 @@ func NewRelister(rt kubecontainer.Runtime, cfg Config, obs Observer, logger *slo
 		now:    cfg.Now,
 		memory: newMemoryTuning(cfg.TuneMemory),
 		// Present from the start so increase() sees the first failure.
-		errors:      map[string]uint64{"ResourceExhausted": 0, "DeadlineExceeded": 0, "Unavailable": 0},
+		errors:      map[string]uint64{kubecontainer.CodeResourceExhausted: 0, kubecontainer.CodeDeadlineExceeded: 0, kubecontainer.CodeUnavailable: 0},
 		lastState:   "init",
 		firstRelist: make(chan struct{}),
 		probeWarned: map[string]time.Time{},

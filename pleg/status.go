@@ -121,7 +121,7 @@ func newStatusPass() statusPass {
 		state: StatusState{
 			Calls: map[string]uint64{},
 			// Present from the start so increase() sees the first one.
-			Failures: map[string]uint64{"DeadlineExceeded": 0},
+			Failures: map[string]uint64{kubecontainer.CodeDeadlineExceeded: 0},
 		},
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -65,30 +64,22 @@ type gcOptions struct {
 
 // gcCommandLine is the gc command for the runtime cfg names, as a
 // recommendation prints it: the runtime flags that were given, nothing
-// else. Values go through shellQuote: an endpoint is a path.
+// else. Values go through diagnose.ShellWord: an endpoint is a path.
 func gcCommandLine(cfg detect.Config, limit int64) string {
 	cmd := name + " gc"
 	if cfg.Kind != detect.KindAuto {
 		cmd += " --runtime=" + cfg.Kind
 	}
 	if cfg.Endpoint != "" {
-		cmd += " --runtime.endpoint=" + shellWord(cfg.Endpoint)
+		cmd += " --runtime.endpoint=" + diagnose.ShellWord(cfg.Endpoint)
 	}
 	if cfg.DockerHost != "" {
-		cmd += " --docker.host=" + shellWord(cfg.DockerHost)
+		cmd += " --docker.host=" + diagnose.ShellWord(cfg.DockerHost)
 	}
 	if limit != defaultGRPCLimit {
 		cmd += fmt.Sprintf(" --pleg.grpc-limit-bytes=%d", limit)
 	}
 	return cmd
-}
-
-// shellWord quotes s for a POSIX shell unless it is plainly one word.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/:._-+=@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // gcConfig is gc's runtime configuration and options, checked.

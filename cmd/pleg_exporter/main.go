@@ -61,7 +61,7 @@ const (
 	writeTimeout      = time.Minute
 
 	// defaultGRPCLimit is the kubelet's gRPC receive limit (16 MiB).
-	defaultGRPCLimit = 16 << 20
+	defaultGRPCLimit = kubecontainer.GRPCLimitBytes
 )
 
 func main() {

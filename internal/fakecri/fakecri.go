@@ -31,10 +31,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // DefaultMaxSendBytes is containerd's and cri-dockerd's send limit.
-const DefaultMaxSendBytes = 16 << 20
+const DefaultMaxSendBytes = kubecontainer.GRPCLimitBytes
 
 // Options configure a server.
 type Options struct {

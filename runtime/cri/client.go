@@ -192,7 +192,7 @@ func (c *Client) kubeletLimit() int {
 	if c.cfg.KubeletLimitBytes > 0 {
 		return c.cfg.KubeletLimitBytes
 	}
-	return 16 << 20
+	return kubecontainer.GRPCLimitBytes
 }
 
 func (c *Client) streams() bool {

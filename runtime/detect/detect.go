@@ -224,7 +224,7 @@ func (d *detecting) resolve() (kubecontainer.Runtime, error) {
 type noRuntimeError struct{ error }
 
 func (e *noRuntimeError) Unwrap() error { return e.error }
-func (e *noRuntimeError) Code() string  { return "Unavailable" }
+func (e *noRuntimeError) Code() string  { return kubecontainer.CodeUnavailable }
 
 func endpoints(cs []Candidate) string {
 	s := ""

@@ -307,18 +307,18 @@ func classify(err error) error {
 	var dial *net.OpError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		code = "DeadlineExceeded"
+		code = kubecontainer.CodeDeadlineExceeded
 	case errors.Is(err, context.Canceled):
 		code = "Canceled"
 	case errdefs.IsNotFound(err):
 		// A 404 of an inspect: the container went after it was listed.
-		code = "NotFound"
+		code = kubecontainer.CodeNotFound
 	case errors.As(err, &na):
 		code = na.Code()
 	case errors.As(err, &large):
 		code = large.Code()
 	case client.IsErrConnectionFailed(err), errors.As(err, &dial) && dial.Op == "dial":
-		code = "Unavailable"
+		code = kubecontainer.CodeUnavailable
 	}
 	return &codedError{err: err, code: code}
 }

@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 // The exporter must not be able to change the daemon it watches, whatever
@@ -73,7 +75,7 @@ func (e *TooLargeError) Error() string {
 
 // Code classifies the error for pleg_relist_errors_total as the CRI path
 // does an answer over its gRPC limit.
-func (e *TooLargeError) Code() string { return "ResourceExhausted" }
+func (e *TooLargeError) Code() string { return kubecontainer.CodeResourceExhausted }
 
 // policy is the rule both guards of one client apply. The daemon's clients
 // are read-only; the gc command's may also remove one container by its full

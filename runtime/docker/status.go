@@ -200,7 +200,7 @@ func (p *podInspection) call(rpc, id string, fn func(ctx context.Context) error)
 	if p.track.End != nil {
 		p.track.End(sc)
 	}
-	if err == nil || kubecontainer.ErrorCode(err) == "NotFound" {
+	if err == nil || kubecontainer.ErrorCode(err) == kubecontainer.CodeNotFound {
 		return true
 	}
 	p.ins.Err, p.ins.Failed = err, sc
