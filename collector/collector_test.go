@@ -15,7 +15,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/pleg-exporter/pleg_exporter/pleg"
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer/kubecontainertest"
 )
 
 // The model's names, unqualified, so the fixtures read like the metrics.
@@ -60,24 +60,6 @@ const (
 var NewSnapshot = kubecontainer.NewSnapshot
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// stubRuntime returns prepared snapshots, one per relist.
-type stubRuntime struct {
-	snaps []*Snapshot
-	info  Info
-	n     int
-}
-
-func (s *stubRuntime) Relist(context.Context) *Snapshot {
-	snap := s.snaps[min(s.n, len(s.snaps)-1)]
-	s.n++
-	return snap
-}
-func (s *stubRuntime) Info(context.Context) (Info, error) { return s.info, nil }
-func (s *stubRuntime) Inventory(context.Context) (*kubecontainer.Inventory, error) {
-	return nil, errors.New("no inventory")
-}
-func (s *stubRuntime) Close() error { return nil }
 
 var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 
@@ -151,7 +133,7 @@ func compareGolden(t *testing.T, reg *prometheus.Registry, name string) {
 
 func TestGoldenHealthy(t *testing.T) {
 	now := t0
-	rt := &stubRuntime{snaps: []*Snapshot{healthySnap(t0)}, info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}}
+	rt := &kubecontainertest.Runtime{Snaps: []*Snapshot{healthySnap(t0)}, RuntimeInfo: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}}
 	r, reg := newTestRelister(rt, &now, false)
 	r.RelistOnce(context.Background())
 	now = t0.Add(4500 * time.Millisecond)
@@ -162,9 +144,9 @@ func TestGoldenHealthy(t *testing.T) {
 // grows while the fallback still reports exact counts.
 func TestGoldenOverflow(t *testing.T) {
 	now := t0
-	rt := &stubRuntime{
-		snaps: []*Snapshot{healthySnap(t0), overflowSnap(t0.Add(10 * time.Second)), overflowSnap(t0.Add(22 * time.Second))},
-		info:  Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"},
+	rt := &kubecontainertest.Runtime{
+		Snaps:       []*Snapshot{healthySnap(t0), overflowSnap(t0.Add(10 * time.Second)), overflowSnap(t0.Add(22 * time.Second))},
+		RuntimeInfo: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"},
 	}
 	r, reg := newTestRelister(rt, &now, false)
 	for i := 0; i < 3; i++ {
@@ -195,9 +177,9 @@ func TestGoldenStreaming(t *testing.T) {
 		s.StreamAccepted = true
 		return s
 	}
-	rt := &stubRuntime{
-		snaps: []*Snapshot{first, streamed(t0.Add(10*time.Second), 40, 3), streamed(t0.Add(20*time.Second), 12, 2)},
-		info:  Info{Runtime: "containerd", Version: "v2.4.2", APIVersion: "v1", Streaming: "true"},
+	rt := &kubecontainertest.Runtime{
+		Snaps:       []*Snapshot{first, streamed(t0.Add(10*time.Second), 40, 3), streamed(t0.Add(20*time.Second), 12, 2)},
+		RuntimeInfo: Info{Runtime: "containerd", Version: "v2.4.2", APIVersion: "v1", Streaming: "true"},
 	}
 	r, reg := newTestRelister(rt, &now, false)
 	for i := 0; i < 3; i++ {
@@ -219,7 +201,7 @@ func TestGoldenRuntimeDown(t *testing.T) {
 	now := t0.Add(-2 * time.Second) // exporter start
 	down := NewSnapshot(t0)
 	down.Err = status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory"`)
-	rt := &stubRuntime{snaps: []*Snapshot{down}}
+	rt := &kubecontainertest.Runtime{Snaps: []*Snapshot{down}}
 	r, reg := newTestRelister(rt, &now, false)
 	now = t0
 	r.RelistOnce(context.Background())
@@ -247,7 +229,7 @@ func TestGoldenDockerView(t *testing.T) {
 	now := t0
 	s := healthySnap(t0)
 	s.DockerContainers = map[string]int{"created": 1, "running": 120, "paused": 0, "restarting": 1, "removing": 0, "exited": 10400, "dead": 1}
-	rt := &stubRuntime{snaps: []*Snapshot{s}, info: Info{Runtime: "docker", Version: "0.4.3", APIVersion: "v1", Streaming: "false"}}
+	rt := &kubecontainertest.Runtime{Snaps: []*Snapshot{s}, RuntimeInfo: Info{Runtime: "docker", Version: "0.4.3", APIVersion: "v1", Streaming: "false"}}
 	r, reg := newTestRelister(rt, &now, false)
 	r.RelistOnce(context.Background())
 	now = t0.Add(time.Second)
@@ -262,7 +244,7 @@ func BenchmarkScrape(b *testing.B) {
 			now := t0
 			s := healthySnap(t0)
 			s.Containers[ContainerExited] = n
-			r, reg := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now, false)
+			r, reg := newTestRelister(&kubecontainertest.Runtime{Snaps: []*Snapshot{s}}, &now, false)
 			r.RelistOnce(context.Background())
 			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 			req := httptest.NewRequest("GET", "/metrics", nil)
@@ -280,7 +262,7 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 type probingRuntime struct {
-	stubRuntime
+	kubecontainertest.Runtime
 	results []ProbeResult
 }
 
@@ -303,7 +285,7 @@ func TestGoldenNamespacesAndProbes(t *testing.T) {
 	tally.Add("monitoring", ContainerUnknown, 800)
 	tally.Add("kube-system", ContainerCreated, 800)
 	s.Namespaces = tally.Top(3)
-	rt := &probingRuntime{stubRuntime: stubRuntime{snaps: []*Snapshot{s}, info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}},
+	rt := &probingRuntime{Runtime: kubecontainertest.Runtime{Snaps: []*Snapshot{s}, RuntimeInfo: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}},
 		results: []ProbeResult{
 			{Kind: ProbeSandbox, ID: "a1", Duration: 5 * time.Second, TimedOut: true},
 			{Kind: ProbeSandbox, ID: "a2", Duration: 3 * time.Millisecond},

@@ -27,6 +27,7 @@ import (
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
 	"github.com/pleg-exporter/pleg_exporter/runtime/cri"
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer/kubecontainertest"
 )
 
 // namespaceSeriesOf gathers the namespace families and fails on a scrape
@@ -159,7 +160,7 @@ func TestNamespaceSeriesAreValidAndUnique(t *testing.T) {
 		{Namespace: "bad\xfe", Containers: map[string]int{ContainerRunning: 1}, PayloadBytes: 10},
 		{Namespace: "a", Containers: map[string]int{ContainerExited: 1}, PayloadBytes: 5},
 	}
-	r, reg := newTestRelister(&stubRuntime{snaps: []*Snapshot{s}}, &now, false)
+	r, reg := newTestRelister(&kubecontainertest.Runtime{Snaps: []*Snapshot{s}}, &now, false)
 	r.RelistOnce(context.Background())
 	containers, bytes := namespaceSeriesOf(t, reg)
 	bad := strings.ToValidUTF8("bad\xff", "\uFFFD")

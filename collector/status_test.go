@@ -25,6 +25,7 @@ import (
 
 	"github.com/pleg-exporter/pleg_exporter/pleg"
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer/kubecontainertest"
 )
 
 // clock is a fake clock safe to read from the relist loop and a scrape.
@@ -44,14 +45,14 @@ func (c *clock) add(d time.Duration) {
 // PodSandboxStatus of pod "stuck" until released, then fails it with
 // DeadlineExceeded.
 type hangingInspector struct {
-	stubRuntime
+	kubecontainertest.Runtime
 	clock   *clock
 	hanging chan struct{} // closed when the hung call is in flight
 	release chan struct{}
 }
 
 func (s *hangingInspector) Relist(ctx context.Context) *Snapshot {
-	snap := *s.stubRuntime.Relist(ctx)
+	snap := *s.Runtime.Relist(ctx)
 	return &snap
 }
 
@@ -93,8 +94,8 @@ func TestGoldenStatusPass(t *testing.T) {
 	clk := &clock{t: t0}
 	snap := healthySnap(t0)
 	snap.ChangesKnown, snap.PodUIDs = true, []string{"ok", "stuck"}
-	rt := &hangingInspector{stubRuntime: stubRuntime{snaps: []*Snapshot{snap},
-		info: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}},
+	rt := &hangingInspector{Runtime: kubecontainertest.Runtime{Snaps: []*Snapshot{snap},
+		RuntimeInfo: Info{Runtime: "containerd", Version: "1.7.24", APIVersion: "v1", Streaming: "false"}},
 		clock: clk, hanging: make(chan struct{}), release: make(chan struct{})}
 	r, reg := newStatusRelister(rt, clk)
 	done := make(chan struct{})

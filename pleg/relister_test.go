@@ -27,35 +27,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer/kubecontainertest"
 )
 
 var t0 = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-
-// stubRuntime returns prepared snapshots, one per relist, and prepared
-// probe results.
-type stubRuntime struct {
-	snaps   []*kubecontainer.Snapshot
-	probes  []kubecontainer.ProbeResult
-	n       int
-	duringF func() // called inside Relist
-}
-
-func (s *stubRuntime) Relist(context.Context) *kubecontainer.Snapshot {
-	if s.duringF != nil {
-		s.duringF()
-	}
-	snap := s.snaps[min(s.n, len(s.snaps)-1)]
-	s.n++
-	return snap
-}
-func (s *stubRuntime) Info(context.Context) (kubecontainer.Info, error) {
-	return kubecontainer.Info{Runtime: "stub"}, nil
-}
-func (s *stubRuntime) Inventory(context.Context) (*kubecontainer.Inventory, error) {
-	return nil, errors.New("no inventory")
-}
-func (s *stubRuntime) Close() error                                      { return nil }
-func (s *stubRuntime) Probe(context.Context) []kubecontainer.ProbeResult { return s.probes }
 
 // recorder is an Observer that keeps what it was told.
 type recorder struct {
@@ -99,7 +74,7 @@ func TestObserverToldEveryRelist(t *testing.T) {
 	obs := &recorder{}
 	down := kubecontainer.NewSnapshot(t0)
 	down.Err = status.Error(codes.Unavailable, "connection refused")
-	r := newTestRelister(&stubRuntime{snaps: []*kubecontainer.Snapshot{down, goodSnap(t0.Add(10 * time.Second))}}, obs, &now, Config{})
+	r := newTestRelister(&kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{down, goodSnap(t0.Add(10 * time.Second))}}, obs, &now, Config{})
 	now = t0
 	r.RelistOnce(context.Background())
 	r.RelistOnce(context.Background())
@@ -132,7 +107,7 @@ func TestPayloadOverLimitReceivedCountsAsFailure(t *testing.T) {
 	now := t0.Add(-time.Minute)
 	s := goodSnap(t0)
 	s.RPCs[kubecontainer.RPCListContainers] = kubecontainer.RPCStat{PayloadBytes: 20 << 20, PayloadKnown: true}
-	r := newTestRelister(&stubRuntime{snaps: []*kubecontainer.Snapshot{s}}, nil, &now, Config{})
+	r := newTestRelister(&kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{s}}, nil, &now, Config{})
 	now = t0
 	r.RelistOnce(context.Background())
 	st := r.State()
@@ -161,7 +136,7 @@ func TestRelistGCPercentIsScopedToTheRelist(t *testing.T) {
 		debug.SetGCPercent(tc.process)
 		now := t0
 		during := 0
-		rt := &stubRuntime{snaps: []*kubecontainer.Snapshot{goodSnap(t0)}, duringF: func() { during = currentGCPercent() }}
+		rt := &kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{goodSnap(t0)}, During: func() { during = currentGCPercent() }}
 		r := newTestRelister(rt, nil, &now, Config{TuneMemory: true})
 		r.RelistOnce(context.Background())
 		after := currentGCPercent()
@@ -179,7 +154,7 @@ func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
 	cancelled := kubecontainer.NewSnapshot(t0)
 	cancelled.Err = status.Error(codes.Canceled, "context canceled")
 	obs := &recorder{}
-	r := newTestRelister(&stubRuntime{snaps: []*kubecontainer.Snapshot{goodSnap(t0), cancelled}}, obs, &now, Config{})
+	r := newTestRelister(&kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{goodSnap(t0), cancelled}}, obs, &now, Config{})
 	r.RelistOnce(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -199,7 +174,7 @@ func TestRelistCancelledByShutdownIsNotRecorded(t *testing.T) {
 func TestHangingProbeIsLoggedOncePerHour(t *testing.T) {
 	now := t0
 	hung := kubecontainer.ProbeResult{Kind: kubecontainer.ProbeSandbox, ID: "s-dead", Duration: 5 * time.Second, TimedOut: true}
-	rt := &stubRuntime{snaps: []*kubecontainer.Snapshot{goodSnap(t0)}, probes: []kubecontainer.ProbeResult{hung}}
+	rt := &kubecontainertest.Prober{Runtime: kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{goodSnap(t0)}}, Probes: []kubecontainer.ProbeResult{hung}}
 	var logs strings.Builder
 	obs := &recorder{}
 	r := NewRelister(rt, Config{Interval: 10 * time.Second, LimitBytes: 16777216, Probes: true, Now: func() time.Time { return now }},
@@ -225,7 +200,7 @@ func TestHangingProbeIsLoggedOncePerHour(t *testing.T) {
 	if n := count("status probe timed out"); n != 2 {
 		t.Fatalf("an hour later: %d warnings, want 2", n)
 	}
-	rt.probes = []kubecontainer.ProbeResult{{Kind: kubecontainer.ProbeSandbox, ID: "s-dead", Duration: time.Millisecond}}
+	rt.Probes = []kubecontainer.ProbeResult{{Kind: kubecontainer.ProbeSandbox, ID: "s-dead", Duration: time.Millisecond}}
 	cycle()
 	cycle()
 	if n := count("status probe answers again"); n != 1 {
@@ -249,7 +224,7 @@ func TestDockerViewFailureIsLoggedOnChange(t *testing.T) {
 	good.DockerContainers = map[string]int{kubecontainer.DockerDead: 0}
 	failed := goodSnap(t0)
 	failed.DockerErr = errors.New("answer to GET /containers/json is larger than the receive limit")
-	rt := &stubRuntime{snaps: []*kubecontainer.Snapshot{good, failed, failed, failed, good, good}}
+	rt := &kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{good, failed, failed, failed, good, good}}
 	var logs strings.Builder
 	obs := &recorder{}
 	r := NewRelister(rt, Config{Interval: 10 * time.Second, LimitBytes: 16777216}, obs, slog.New(slog.NewTextHandler(&logs, nil)))

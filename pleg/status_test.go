@@ -24,12 +24,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer/kubecontainertest"
 )
 
 // inspectingRuntime relists prepared snapshots and inspects pods with a
 // fake clock: each status call takes callTime, a hung one its deadline.
 type inspectingRuntime struct {
-	stubRuntime
+	kubecontainertest.Runtime
 	now      *time.Time
 	callTime time.Duration
 	deadline time.Duration
@@ -39,7 +40,7 @@ type inspectingRuntime struct {
 }
 
 func (s *inspectingRuntime) Relist(ctx context.Context) *kubecontainer.Snapshot {
-	snap := *s.stubRuntime.Relist(ctx) // a copy: the relister takes PodUIDs
+	snap := *s.Runtime.Relist(ctx) // a copy: the relister takes PodUIDs
 	return &snap
 }
 
@@ -93,7 +94,7 @@ func statusRelister(rt *inspectingRuntime, now *time.Time, cfg Config) *Relister
 func TestStatusPassInspectsChangedPods(t *testing.T) {
 	now := t0
 	rt := &inspectingRuntime{callTime: 10 * time.Millisecond, deadline: 2 * time.Minute}
-	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b")}
+	rt.Snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b")}
 	r := statusRelister(rt, &now, Config{})
 	r.RelistOnce(context.Background())
 	st := r.State()
@@ -118,7 +119,7 @@ func TestStatusPassInspectsChangedPods(t *testing.T) {
 func TestStatusPassHungPodIsReinspected(t *testing.T) {
 	now := t0
 	rt := &inspectingRuntime{callTime: time.Millisecond, deadline: 2 * time.Minute, hung: map[string]bool{"a": true}}
-	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a"), podSnap(t0, true)}
+	rt.Snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a"), podSnap(t0, true)}
 	r := statusRelister(rt, &now, Config{})
 	var inFlight []InFlight
 	rt.during = func() {
@@ -145,7 +146,7 @@ func TestStatusPassHungPodIsReinspected(t *testing.T) {
 		t.Errorf("age before the next relist %s", age)
 	}
 	// Nothing changed, but a is reinspected and hangs again.
-	rt.snaps[1].Start = now
+	rt.Snaps[1].Start = now
 	r.RelistOnce(context.Background())
 	st = r.State()
 	if !slices.Equal(rt.inspect, []string{"a", "a"}) || st.Status.Failures["DeadlineExceeded"] != 2 || st.Status.Last.Failed != 1 {
@@ -174,7 +175,7 @@ func TestStatusPassStartupBacklog(t *testing.T) {
 	for i := range 7 {
 		pods = append(pods, fmt.Sprintf("p%d", i))
 	}
-	rt.snaps = []*kubecontainer.Snapshot{
+	rt.Snaps = []*kubecontainer.Snapshot{
 		podSnap(t0, false, pods...), // the first complete relist: every pod
 		podSnap(t0, true, "p5"),     // p5 changed
 		podSnap(t0, true),
@@ -194,7 +195,8 @@ func TestStatusPassStartupBacklog(t *testing.T) {
 		t.Errorf("pending after each relist %v", pending)
 	}
 	// 0: pods already there are inspected only when they change.
-	now, rt.inspect, rt.n = t0, nil, 0
+	now, rt.inspect = t0, nil
+	rt.Rewind()
 	r = statusRelister(rt, &now, Config{})
 	for range 4 {
 		r.RelistOnce(context.Background())
@@ -212,7 +214,7 @@ func TestStatusPassStartupBacklog(t *testing.T) {
 func TestStatusPassCutShortAtThreshold(t *testing.T) {
 	now := t0
 	rt := &inspectingRuntime{callTime: time.Millisecond, deadline: 2 * time.Minute, hung: map[string]bool{"a": true, "b": true}}
-	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b", "c"), podSnap(t0, true)}
+	rt.Snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b", "c"), podSnap(t0, true)}
 	r := statusRelister(rt, &now, Config{StatusMaxDuration: 3 * time.Minute})
 	r.RelistOnce(context.Background())
 	st := r.State()
@@ -236,7 +238,7 @@ func TestStatusPassOnlyAfterAcceptedLists(t *testing.T) {
 	down := podSnap(t0, false)
 	down.Err, down.Counted, down.PodUIDs = status.Error(codes.Unavailable, "refused"), false, nil
 	rt := &inspectingRuntime{callTime: time.Millisecond}
-	rt.snaps = []*kubecontainer.Snapshot{over, down}
+	rt.Snaps = []*kubecontainer.Snapshot{over, down}
 	r := statusRelister(rt, &now, Config{})
 	r.RelistOnce(context.Background())
 	r.RelistOnce(context.Background())
@@ -247,12 +249,13 @@ func TestStatusPassOnlyAfterAcceptedLists(t *testing.T) {
 	// CRIListStreaming gate.
 	over2 := podSnap(t0, true, "a")
 	over2.Err, over2.StreamAccepted = &kubecontainer.PayloadTooLargeError{RPC: "ListContainers", Size: 20 << 20, Limit: 16 << 20}, true
-	rt.snaps, rt.n = []*kubecontainer.Snapshot{over2}, 0
+	rt.Snaps = []*kubecontainer.Snapshot{over2}
+	rt.Rewind()
 	r.RelistOnce(context.Background())
 	if !slices.Equal(rt.inspect, []string{"a"}) {
 		t.Errorf("stream-accepted relist: inspected %v", rt.inspect)
 	}
-	plain := &stubRuntime{snaps: []*kubecontainer.Snapshot{podSnap(t0, true, "a")}}
+	plain := &kubecontainertest.Runtime{Snaps: []*kubecontainer.Snapshot{podSnap(t0, true, "a")}}
 	r = newTestRelister(plain, nil, &now, Config{Status: true})
 	r.RelistOnce(context.Background())
 	if r.State().Status.Passes != 0 {
@@ -266,7 +269,7 @@ func TestStatusPassCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &inspectingRuntime{callTime: time.Millisecond}
 	rt.during = cancel
-	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b")}
+	rt.Snaps = []*kubecontainer.Snapshot{podSnap(t0, true, "a", "b")}
 	r := statusRelister(rt, &now, Config{})
 	r.RelistOnce(ctx)
 	if st := r.State(); st.Status.Passes != 0 || len(rt.inspect) != 1 || len(st.Status.Reinspect) != 0 {
@@ -281,7 +284,7 @@ func TestStatusPassCancelled(t *testing.T) {
 func TestStatusPassPauseWhileReinspecting(t *testing.T) {
 	now := t0
 	rt := &inspectingRuntime{callTime: time.Millisecond, deadline: 2 * time.Minute, hung: map[string]bool{"a": true, "b": true}}
-	rt.snaps = []*kubecontainer.Snapshot{podSnap(t0, false, "b"), podSnap(t0, true), podSnap(t0, true, "a")}
+	rt.Snaps = []*kubecontainer.Snapshot{podSnap(t0, false, "b"), podSnap(t0, true), podSnap(t0, true, "a")}
 	r := statusRelister(rt, &now, Config{StatusStartupPods: 10, StatusStartupTimeout: 5 * time.Second})
 	if p := r.nextPause(); p != 10*time.Second {
 		t.Errorf("pause at rest %s", p)
