@@ -26,9 +26,12 @@ COPY runtime/ runtime/
 # and no paths go in, so the same sources and Go build the same binary.
 ARG VERSION
 ARG REVISION
+# TARGETARCH: the image's architecture, which BuildKit sets (docker buildx build --platform linux/arm64);
+# the legacy builder leaves it empty, which builds for the machine's own.
+ARG TARGETARCH
 RUN set -eu; \
     pkg=github.com/prometheus/common/version; \
-    CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -buildvcs=false \
+    CGO_ENABLED=0 GOOS=linux GOARCH=${TARGETARCH:-} GOFLAGS=-mod=readonly go build -trimpath -buildvcs=false \
       -ldflags "-s -w -X $pkg.Version=$VERSION -X $pkg.Revision=$REVISION -X $pkg.Branch=unknown -X $pkg.BuildUser=docker" \
       -o /out/bin/pleg_exporter ./cmd/pleg_exporter; \
     mkdir -p /out/etc/ssl/certs; \

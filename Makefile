@@ -33,7 +33,7 @@ CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
+.PHONY: all build release run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
 all: lint build test
 
@@ -150,6 +150,10 @@ go-image:
 
 clean:
 	rm -rf $(BIN) .build .run
+
+## release: reproducible linux/amd64 and linux/arm64 tarballs of this commit, with sha256sums.txt, in .build/release.
+release:
+	GO=$(GO) bash scripts/release.sh
 
 ## demo: the whole chain on loopback (containerd, exporter, Prometheus, Alertmanager), left running.
 DEMO := .build/demo

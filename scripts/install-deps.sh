@@ -9,13 +9,13 @@ declare -A pkg_of=(
   [dockerd]=docker.io [docker]=docker.io
   [promtool]=prometheus [prometheus]=prometheus
   [prometheus-alertmanager]=prometheus-alertmanager [amtool]=prometheus-alertmanager
-  [strace]=strace [systemd-analyze]=systemd [ip]=iproute2
+  [strace]=strace [systemd-analyze]=systemd [ip]=iproute2 [qemu-aarch64-static]=qemu-user-static
 )
 declare -A group_bins=(
   [runtime]="containerd runc ctr busybox chattr"
   [docker]="dockerd docker"
   [prometheus]="promtool prometheus prometheus-alertmanager amtool"
-  [tools]="strace systemd-analyze"
+  [tools]="strace systemd-analyze qemu-aarch64-static"
   [kubelet]="ip"
 )
 

@@ -573,7 +573,7 @@ func TestFlagsPerCommand(t *testing.T) {
 	// serve's flags, without the command name and with it.
 	for _, args := range [][]string{{}, {"serve"}} {
 		e := startExporter(t, append(args, "--runtime.endpoint=unix://"+filepath.Join(t.TempDir(), "none.sock"), "--relist.interval=1s")...)
-		if code, body := e.get(t, "/metrics"); code != http.StatusOK || !strings.Contains(body, "pleg_runtime_up 0") {
+		if code, body := e.get(t, "/metrics"); code != http.StatusOK || !strings.Contains(body, "\npleg_runtime_up 0\n") {
 			t.Errorf("%v: /metrics answered %d without pleg_runtime_up 0", args, code)
 		}
 	}

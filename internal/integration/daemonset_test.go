@@ -188,13 +188,7 @@ func (p *podUnderTest) waitMetric(t *testing.T, line string, within time.Duratio
 }
 
 func (p *podUnderTest) logs(t *testing.T) string {
-	r, err := dockerd.API.ContainerLogs(context.Background(), p.id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		return err.Error()
-	}
-	defer r.Close()
-	b, _ := io.ReadAll(r)
-	return string(b)
+	return containerLogs(context.Background(), p.id)
 }
 
 func inode(t *testing.T, path string) uint64 {

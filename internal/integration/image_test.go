@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
@@ -160,30 +161,23 @@ func TestDockerfileImage(t *testing.T) {
 			b, _ := io.ReadAll(r.Body)
 			r.Body.Close()
 			body = string(b)
-			if strings.Contains(body, "pleg_runtime_up 1") {
+			// The sample line, not the HELP text, which also begins
+			// "pleg_runtime_up 1".
+			if strings.Contains(body, "\npleg_runtime_up 1\n") {
 				break
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if !strings.Contains(body, "pleg_runtime_up 1") || !strings.Contains(body, `pleg_docker_containers{state="running"}`) ||
+	if !strings.Contains(body, "\npleg_runtime_up 1\n") || !strings.Contains(body, `pleg_docker_containers{state="running"}`) ||
 		!strings.Contains(body, `pleg_runtime_info{api_version=`) {
-		logs, _ := dockerd.API.ContainerLogs(c, cr.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-		lb := []byte{}
-		if logs != nil {
-			lb, _ = io.ReadAll(logs)
-		}
-		t.Fatalf("image's /metrics:\n%s\nlogs:\n%s", body, lb)
+		t.Fatalf("image's /metrics:\n%s\nlogs:\n%s", body, containerLogs(c, cr.ID))
 	}
 	info, _ := dockerd.API.ContainerInspect(c, cr.ID)
 	j, _ := json.Marshal(info.Config.User)
 	t.Logf("image (%.1f MB) ran as user %s with group %d, relisted the private dockerd", float64(img.Size)/1e6, j, st.Gid)
-	logs, _ := dockerd.API.ContainerLogs(c, cr.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if logs != nil {
-		lb, _ := io.ReadAll(logs)
-		if !bytes.Contains(lb, []byte("version="+strings.TrimSpace(string(version)))) {
-			t.Errorf("the exporter's start-up log does not name version %s:\n%s", version, lb)
-		}
+	if lb := containerLogs(c, cr.ID); !strings.Contains(lb, "version="+strings.TrimSpace(string(version))) {
+		t.Errorf("the exporter's start-up log does not name version %s:\n%s", version, lb)
 	}
 }
 
@@ -245,4 +239,20 @@ func TestDockerfileDefaults(t *testing.T) {
 	if !bytes.Contains(df, []byte("\nARG VERSION="+strings.TrimSpace(string(version))+"\n")) {
 		t.Errorf("Dockerfile's ARG VERSION is not the VERSION file's %s", version)
 	}
+}
+
+// containerLogs is a container's stdout and stderr as text: Docker sends
+// them multiplexed, each frame behind an 8-byte header with NUL bytes, which
+// would make the test log binary.
+func containerLogs(c context.Context, id string) string {
+	r, err := dockerd.API.ContainerLogs(c, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return "(no logs: " + err.Error() + ")"
+	}
+	defer r.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, r); err != nil {
+		fmt.Fprintf(&out, "(logs cut: %v)", err)
+	}
+	return out.String()
 }
