@@ -33,7 +33,7 @@ CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
 
-.PHONY: all build release run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
+.PHONY: all build release plot-overflow run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
 all: lint build test
 
@@ -199,6 +199,13 @@ record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
 	CI=1 PLEG_E2E_LONG=$(RECORD_LONG) RECORD_SERIES=$(CURDIR)/mixin/tests/recorded_streaming_test.yaml \
 		KUBELET=$(CURDIR)/$(KUBELET) CONTAINERD2=$(CURDIR)/$(CONTAINERD2) \
 		$(GO) test -count=1 -v -timeout 40m -run TestKubeletStreaming ./internal/e2e
+
+## plot-overflow: the end-to-end test under the real kubelet, recording the overflow's timeline, drawn as
+## docs/overflow.png (the README's picture; root, about 12 minutes).
+plot-overflow: deps $(KUBELET) $(CRICTL)
+	CI=1 PLEG_TIMELINE=$(CURDIR)/docs/overflow-timeline.json KUBELET=$(CURDIR)/$(KUBELET) CRICTL=$(CURDIR)/$(CRICTL) \
+		$(GO) test -count=1 -v -timeout 40m -run 'TestEndToEnd$$' ./internal/e2e
+	$(GO) run ./internal/cmd/timeline docs/overflow-timeline.json docs/overflow.png
 
 ## bench: benchmarks at 1k/10k/100k containers; writes docs/benchmarks.md and docs/benchmarks.png.
 

@@ -16,6 +16,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,35 @@ func overflow(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver,
 	// Recovery: pleg_exporter gc, with the policy its own dry run
 	// recommends; the kubelet relists again and its static pods are intact.
 	healWithGC(t, ctx, st, rs, bin, frozenSeen)
+	if path := os.Getenv("PLEG_TIMELINE"); path != "" {
+		writeTimeline(t, ctx, st, rec, path, start, failed.At, notHealthy.At)
+	}
+}
+
+// writeTimeline records the overflow's series, alerts and "PLEG is not
+// healthy" for make plot-overflow (docs/overflow.png).
+func writeTimeline(t *testing.T, ctx context.Context, st *stack.Stack, rec *receiver, path string, start, t0, notHealthy time.Time) {
+	tl := &stack.Timeline{What: fmt.Sprintf("the overflow past 16 MiB under the kubelet %s (internal/e2e)", testenv.KubeletVersion),
+		T0: t0, NotHealthy: notHealthy.Sub(t0).Seconds(), Alerts: map[string]float64{}}
+	// Prometheus has the last scrape a few seconds later.
+	time.Sleep(20 * time.Second)
+	if err := st.RecordTimeline(ctx, tl, start.Add(-30*time.Second), time.Now(), 5*time.Second); err != nil {
+		t.Errorf("timeline: %v", err)
+		return
+	}
+	rec.mu.Lock()
+	for _, e := range rec.events {
+		name := e.labels["alertname"]
+		if _, seen := tl.Alerts[name]; !seen && e.status == "firing" && !e.at.Before(start) && strings.HasPrefix(name, "PLEG") {
+			tl.Alerts[name] = e.at.Sub(t0).Seconds()
+		}
+	}
+	rec.mu.Unlock()
+	if err := stack.WriteTimeline(path, tl); err != nil {
+		t.Errorf("timeline: %v", err)
+		return
+	}
+	t.Logf("overflow: timeline of %d series and %d alerts written to %s", len(tl.Series), len(tl.Alerts), path)
 }
 
 // The freeze: SIGSTOP the runtime; the first alert at the webhook at least
