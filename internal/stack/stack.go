@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/criproxy"
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -176,14 +177,7 @@ func Start(o Options) (s *Stack, err error) {
 	return s, nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+var freeAddr = measure.FreeAddr
 
 func (s *Stack) start(name, bin string, args func(addr string) []string, ready string) (*Proc, error) {
 	addr := s.opts.Addrs[name]

@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,6 +47,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 )
 
 var (
@@ -145,20 +146,12 @@ func goBench(rows map[int]*row) {
 	}
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
+var median = measure.Median
 
 func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := measure.FreeAddr()
 	check(err)
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func processBench(r *row, b binaries, dir string) {

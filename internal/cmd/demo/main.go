@@ -41,6 +41,7 @@ import (
 
 	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
 
 type state struct {
@@ -253,7 +254,9 @@ func kubelet(s *state) (*testenv.PodClient, func(), error) {
 	return &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(s.CRIDir, "pods")}, func() { cc.Close() }, nil
 }
 
-func flood() error {
+// withPods runs f with the demo's state and a CRI client of its
+// containerd, five minutes at most.
+func withPods(f func(ctx context.Context, s *state, k *testenv.PodClient) error) error {
 	s, err := load()
 	if err != nil {
 		return err
@@ -265,38 +268,35 @@ func flood() error {
 	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	fmt.Println("Creating never-started containers with 64 KiB annotations until ListContainers passes 16 MiB...")
-	ids, err := testenv.Flood(ctx, k, 16<<20)
-	s.FloodedIDs = append(s.FloodedIDs, ids...)
-	if serr := save(s); serr != nil {
-		return serr
-	}
-	if err != nil {
-		return err
-	}
-	_, lerr := k.RS.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
-	fmt.Printf("Created %d containers. The kubelet's relist would now fail with:\n  %v\nWatch %s/alerts (PLEGPayloadOverLimit) and pleg_relist_payload_bytes; undo with make demo-unflood.\n", len(ids), lerr, s.Prometheus)
-	return nil
+	return f(ctx, s, k)
+}
+
+func flood() error {
+	return withPods(func(ctx context.Context, s *state, k *testenv.PodClient) error {
+		fmt.Println("Creating never-started containers with 64 KiB annotations until ListContainers passes 16 MiB...")
+		ids, err := testenv.Flood(ctx, k, kubecontainer.GRPCLimitBytes)
+		s.FloodedIDs = append(s.FloodedIDs, ids...)
+		if serr := save(s); serr != nil {
+			return serr
+		}
+		if err != nil {
+			return err
+		}
+		_, lerr := k.RS.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+		fmt.Printf("Created %d containers. The kubelet's relist would now fail with:\n  %v\nWatch %s/alerts (PLEGPayloadOverLimit) and pleg_relist_payload_bytes; undo with make demo-unflood.\n", len(ids), lerr, s.Prometheus)
+		return nil
+	})
 }
 
 func unflood() error {
-	s, err := load()
-	if err != nil {
-		return err
-	}
-	k, done, err := kubelet(s)
-	if err != nil {
-		return err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for _, id := range s.FloodedIDs {
-		k.RemoveContainer(ctx, id)
-	}
-	fmt.Printf("Removed %d containers; the payload drops below the limit at the next relist.\n", len(s.FloodedIDs))
-	s.FloodedIDs = nil
-	return save(s)
+	return withPods(func(ctx context.Context, s *state, k *testenv.PodClient) error {
+		for _, id := range s.FloodedIDs {
+			k.RemoveContainer(ctx, id)
+		}
+		fmt.Printf("Removed %d containers; the payload drops below the limit at the next relist.\n", len(s.FloodedIDs))
+		s.FloodedIDs = nil
+		return save(s)
+	})
 }
 
 func down() error {

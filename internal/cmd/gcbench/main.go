@@ -41,6 +41,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -286,11 +287,7 @@ func (b *bench) timeTool(tl tool) (sample, string, error) {
 	return s, msg, err
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
+var median = measure.MedianDuration
 
 func write(samples map[string][]sample, tools []tool, n int, popDur []time.Duration, bigN int,
 	crictlPast sample, crictlMsg string, crictlErr error, leftAfterCrictl int, gcPast sample, leftAfterGC int) error {

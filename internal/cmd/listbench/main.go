@@ -40,12 +40,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +53,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -230,7 +229,7 @@ func compare(ep string) error {
 	runs := make([][]run, len(bins)) // per binary, per round
 	for i := 0; i < *rounds; i++ {
 		for k, b := range bins {
-			r, err := measure(ep, b.path)
+			r, err := measureRun(ep, b.path)
 			if err != nil {
 				return fmt.Errorf("%s: %w", b.name, err)
 			}
@@ -266,9 +265,9 @@ func compare(ep string) error {
 	return nil
 }
 
-// measure starts bin against ep and reads the duration of every relist
+// measureRun starts bin against ep and reads the duration of every relist
 // after the warm-up until it has *relists of them.
-func measure(ep, bin string) (run, error) {
+func measureRun(ep, bin string) (run, error) {
 	stopping.Lock()
 	defer stopping.Unlock()
 	addr, err := freeAddr()
@@ -344,23 +343,6 @@ func cpuSeconds(pid int) float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
+var freeAddr = measure.FreeAddr
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+var median = measure.Median

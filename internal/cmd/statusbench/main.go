@@ -49,7 +49,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +59,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/fakecri"
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 	"github.com/pleg-exporter/pleg_exporter/pleg"
 	"github.com/pleg-exporter/pleg_exporter/runtime/cri"
 )
@@ -364,14 +364,4 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+var median = measure.Median
