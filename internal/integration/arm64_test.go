@@ -14,8 +14,6 @@
 package integration
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,30 +53,13 @@ func TestArm64BinaryUnderQemu(t *testing.T) {
 	c := ctx(t, 2*time.Minute)
 	tr := readTruth(t, c, containerds[0])
 	t0 := time.Now()
-	cmd := exec.Command(qemu, bin, "diagnose", "--output=json", "--no-relist.status", "--probe.max-per-cycle=0", "--runtime.endpoint="+ctd.Endpoint())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 1 {
-		t.Fatalf("arm64 diagnose: exit %d: %s", code, stderr.String())
-	}
 	var r struct {
 		Containers map[string]int `json:"containers"`
 		Sandboxes  map[string]int `json:"sandboxes"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
-	}
-	for s, n := range tr.containers {
-		if r.Containers[s] != n {
-			t.Errorf("arm64: containers[%s] = %d, the runtime says %d", s, r.Containers[s], n)
-		}
-	}
-	for s, n := range tr.sandboxes {
-		if r.Sandboxes[s] != n {
-			t.Errorf("arm64: sandboxes[%s] = %d, the runtime says %d", s, r.Sandboxes[s], n)
-		}
-	}
+	diagnoseJSON(t, &r, qemu, bin, "diagnose", "--output=json", "--no-relist.status", "--probe.max-per-cycle=0", "--runtime.endpoint="+ctd.Endpoint())
+	sameCounts(t, "arm64: containers", r.Containers, tr.containers)
+	sameCounts(t, "arm64: sandboxes", r.Sandboxes, tr.sandboxes)
 	t.Logf("arm64 under qemu relisted containerd in %s: containers %v, sandboxes %v, as the runtime answers",
 		time.Since(t0).Round(time.Millisecond), r.Containers, r.Sandboxes)
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,13 +51,6 @@ func TestDiagnoseOnContainerd(t *testing.T) {
 		}
 	}
 
-	cmd := exec.Command(bin, "diagnose", "--output=json", "--runtime.endpoint="+ctd.Endpoint())
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 1 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
 	var r struct {
 		Containers map[string]int `json:"containers"`
 		Sandboxes  map[string]int `json:"sandboxes"`
@@ -67,19 +61,9 @@ func TestDiagnoseOnContainerd(t *testing.T) {
 		NotReady []struct{ ID, Where string }        `json:"notready_sandboxes"`
 		Probes   []struct{ Kind, ID, Result string } `json:"slowest_status_calls"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for s, n := range tr.containers {
-		if r.Containers[s] != n {
-			t.Errorf("containers[%s] = %d, runtime says %d", s, r.Containers[s], n)
-		}
-	}
-	for s, n := range tr.sandboxes {
-		if r.Sandboxes[s] != n {
-			t.Errorf("sandboxes[%s] = %d, runtime says %d", s, r.Sandboxes[s], n)
-		}
-	}
+	diagnoseJSON(t, &r, bin, "diagnose", "--output=json", "--runtime.endpoint="+ctd.Endpoint())
+	sameCounts(t, "containers", r.Containers, tr.containers)
+	sameCounts(t, "sandboxes", r.Sandboxes, tr.sandboxes)
 	if len(r.Namespaces) == 0 || r.Namespaces[0].Name != topNS || r.Namespaces[0].Containers != topN {
 		t.Errorf("top namespace %+v, runtime says %s with %d", r.Namespaces, topNS, topN)
 	}
@@ -87,4 +71,30 @@ func TestDiagnoseOnContainerd(t *testing.T) {
 		t.Errorf("notready %+v probes %+v", r.NotReady, r.Probes)
 	}
 	t.Logf("diagnose on containerd: top namespace %s with %d containers (runtime: %v); notready %d; probes %d", r.Namespaces[0].Name, r.Namespaces[0].Containers, perNS, len(r.NotReady), len(r.Probes))
+}
+
+// diagnoseJSON runs a diagnose command line (exit 0 or 1: healthy or at
+// risk) and decodes its JSON report into r.
+func diagnoseJSON(t *testing.T, r any, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 0 && code != 1 {
+		t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), r); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+}
+
+// sameCounts compares a report's counts by state with the runtime's.
+func sameCounts(t *testing.T, what string, got, runtime map[string]int) {
+	t.Helper()
+	for s, n := range runtime {
+		if got[s] != n {
+			t.Errorf("%s[%s] = %d, the runtime says %d", what, s, got[s], n)
+		}
+	}
 }
