@@ -17,11 +17,15 @@ RUN_ARGS  ?=
 # crictl for the cleanup test and the benchmarks: cri-tools, pinned.
 CRICTL_VERSION := v1.37.0
 CRICTL    := .tools/crictl
-# The real kubelet the end-to-end tests run: k8s.io/kubernetes from the module
-# proxy, built once (about 8 minutes on 2 cores) and cached by version.
-# testenv.KubeletVersion names the same version.
+# The real kubelet the end-to-end tests run, and the kubectl of the same
+# Kubernetes for the kustomize test: k8s.io/kubernetes from the module proxy,
+# both from one go build (about 9 minutes on 2 cores; kubectl adds about
+# one), cached by version. testenv.KubeletVersion names the same version.
 KUBELET_VERSION := v1.37.2
-KUBELET   := .tools/kubelet-$(KUBELET_VERSION)
+KUBERNETES := .tools/kubernetes-$(KUBELET_VERSION)
+KUBERNETES_CMDS := kubelet kubectl
+KUBELET   := $(KUBERNETES)/kubelet
+KUBECTL   := $(KUBERNETES)/kubectl
 # containerd 2.x beside Debian's 1.6: github.com/containerd/containerd/v2 from
 # the module proxy, static, with its own runc shim (about 1.5 minutes on 2
 # cores), cached by version. testenv.Containerd2Version names the same one.
@@ -85,23 +89,26 @@ license-check:
 # Debian's 1.6 and on containerd 2.x; Helm lints and renders the chart; the
 # kubelet runs the end-to-end tests (scripts/test.sh runs the tests, those
 # last).
-test: kubelet-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
-	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBELET=$(CURDIR)/$(KUBELET) \
+test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
+	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBERNETES=$(CURDIR)/$(KUBERNETES) \
+		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) \
 		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(abspath $(HELM)) bash scripts/test.sh
 
 # The two builds only the later tests need start first, in the background at
 # the lowest CPU priority, and run beside the package installs (mostly
 # waiting on the disk), the lint and the other tests (mostly waiting on
-# timers): the kubelet (about 8 minutes cold on 2 cores) and Helm (about 2).
-# scripts/test.sh waits for each before the tests that use it. Logs:
-# $(KUBELET).log, $(HELM).log.
-.PHONY: kubelet-background helm-background
-kubelet-background:
-	@if [ ! -x $(KUBELET) ] && ! { [ -f $(KUBELET).pid ] && kill -0 $$(cat $(KUBELET).pid) 2>/dev/null; }; then \
+# timers): Kubernetes' kubelet and kubectl (about 9 minutes cold on 2 cores)
+# and Helm (about 2). scripts/test.sh waits for each before the tests that
+# use it. Logs: $(KUBERNETES).log, $(HELM).log.
+.PHONY: kubernetes-background helm-background
+kubernetes-background:
+	@if ! { $(foreach c,$(KUBERNETES_CMDS),[ -x $(KUBERNETES)/$(c) ] &&) true; } && \
+		! { [ -f $(KUBERNETES).pid ] && kill -0 $$(cat $(KUBERNETES).pid) 2>/dev/null; }; then \
 		mkdir -p .tools; \
-		echo "make test: building the kubelet $(KUBELET_VERSION) in the background (log: $(KUBELET).log)"; \
-		GO=$(GO) setsid nice -n 19 bash scripts/build-kubelet.sh $(KUBELET_VERSION) $(KUBELET) > $(KUBELET).log 2>&1 < /dev/null & \
-		echo $$! > $(KUBELET).pid; \
+		echo "make test: building $(KUBERNETES_CMDS) $(KUBELET_VERSION) in the background (log: $(KUBERNETES).log)"; \
+		GO=$(GO) setsid nice -n 19 bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS) \
+			> $(KUBERNETES).log 2>&1 < /dev/null & \
+		echo $$! > $(KUBERNETES).pid; \
 	fi
 
 helm-background:
@@ -180,8 +187,8 @@ demo-down: $(DEMO)
 $(CRICTL):
 	GOBIN=$(CURDIR)/.tools $(GO) install sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 
-$(KUBELET):
-	GO=$(GO) bash scripts/build-kubelet.sh $(KUBELET_VERSION) $@
+$(KUBELET) $(KUBECTL):
+	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS)
 
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)

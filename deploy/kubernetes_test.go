@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 	"github.com/pleg-exporter/pleg_exporter/mixin"
 )
 
@@ -262,21 +263,11 @@ func checkRule(t *testing.T, rule *monitoringv1.PrometheusRule) {
 // kubectl kustomize renders every overlay to the same objects as the
 // kustomize library the tests decode (field for field, in any order):
 // users apply the overlays with kubectl, whose kustomize is its own build.
-// $KUBECTL names the kubectl (make test passes the pinned one when it has
-// built it); in CI a missing kubectl fails rather than skips.
+// $KUBECTL names the kubectl: make test passes the one of the pinned
+// Kubernetes (testenv.KubeletVersion), built with the kubelet. In CI it must
+// be that one; elsewhere a kubectl on the PATH will do, and none skips.
 func TestKubectlKustomize(t *testing.T) {
-	kubectl := os.Getenv("KUBECTL")
-	if kubectl == "" {
-		var err error
-		if kubectl, err = exec.LookPath("kubectl"); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatal("kubectl not found: CI must run this test")
-			}
-			t.Skip("kubectl not installed; the krusty rendering above is kubectl's kustomize library")
-		}
-	}
-	version, _ := exec.Command(kubectl, "version", "--client").CombinedOutput()
-	t.Logf("%s: %s", kubectl, strings.Join(strings.Fields(string(version)), " "))
+	kubectl := pinnedKubectl(t)
 	for dir := range overlays {
 		out, err := exec.Command(kubectl, "kustomize", filepath.Join("kubernetes", dir)).Output()
 		if err != nil {
@@ -350,4 +341,31 @@ func TestSystemdUnit(t *testing.T) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 	t.Logf("systemd-analyze verify: ok %s", fmt.Sprint(strings.TrimSpace(string(out))))
+}
+
+// pinnedKubectl is $KUBECTL, checked to be the pinned version, or (outside
+// CI) the PATH's kubectl.
+func pinnedKubectl(t *testing.T) string {
+	t.Helper()
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("$KUBECTL is not set: CI runs this test with the kubectl %s make test builds", testenv.KubeletVersion)
+		}
+		var err error
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			t.Skip("no $KUBECTL and no kubectl on the PATH; the krusty rendering above is kubectl's kustomize library")
+		}
+	}
+	out, err := exec.Command(kubectl, "version", "--client").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s version --client: %v: %s", kubectl, err, out)
+	}
+	version := strings.Join(strings.Fields(string(out)), " ")
+	t.Logf("%s: %s", kubectl, version)
+	if os.Getenv("KUBECTL") != "" && !strings.Contains(version, "Client Version: "+testenv.KubeletVersion+" ") &&
+		!strings.HasSuffix(version, "Client Version: "+testenv.KubeletVersion) {
+		t.Fatalf("$KUBECTL is %q, not the pinned Kubernetes %s", version, testenv.KubeletVersion)
+	}
+	return kubectl
 }

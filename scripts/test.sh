@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBELET:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
-export CRICTL KUBELET CONTAINERD2 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
+export CRICTL KUBELET KUBECTL CONTAINERD2 HELM
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the
@@ -39,17 +39,17 @@ kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
 others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
 mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
 
-# wait_build BIN: wait for the background build of BIN (make test starts it,
-# with BIN.pid and BIN.log) if one runs; true when BIN is there.
+# wait_build BIN [JOB]: wait for the background build JOB (default BIN) that
+# makes BIN (make test starts it, with JOB.pid and JOB.log) if one runs;
+# true when BIN is there.
 wait_build() {
-  local bin=$1 pidfile=$1.pid pid
-  if [ -f "$pidfile" ]; then
-    pid=$(cat "$pidfile")
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "make test: waiting for the build of $(basename "$bin") (log: $bin.log)"
+  local bin=$1 job=${2:-$1} pid
+  if [ -f "$job.pid" ]; then
+    pid=$(cat "$job.pid" 2>/dev/null)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      echo "make test: waiting for the build of $(basename "$bin") (log: $job.log)"
       while kill -0 "$pid" 2>/dev/null; do sleep 2; done
     fi
-    rm -f "$pidfile"
   fi
   [ -x "$bin" ]
 }
@@ -68,12 +68,17 @@ gotest "${integration_pkgs[@]}" > "$held_integration" 2>&1 &
 integration_pid=$!
 gotest "${pkgs[@]}" > "$held_others" 2>&1 &
 others_pid=$!
-# Without Helm the chart's tests fail in CI and skip elsewhere.
+# Without Helm (or kubectl, built with the kubelet) the chart's tests fail in
+# CI and skip elsewhere.
 {
   if ! wait_build "$HELM"; then
     echo "make test: Helm did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
     [ -n "${CI:-}" ] && tail -n 30 "$HELM.log" 2>/dev/null
     unset HELM
+  fi
+  if ! wait_build "$KUBECTL" "$KUBERNETES"; then
+    echo "make test: kubectl did not build (log: $KUBERNETES.log)"
+    unset KUBECTL
   fi
   gotest "${helm_pkgs[@]}"
 } > "$held_helm" 2>&1 &
@@ -95,11 +100,11 @@ finish() {
 # The kubelet: its packages start as soon as it is built (at once on a
 # machine that built it before).
 rc=0
-if ! wait_build "$KUBELET"; then
-  reason="the kubelet did not build: $(tail -n 1 "$KUBELET.log" 2>/dev/null || echo "no build log")"
-  echo "make test: $reason (log: $KUBELET.log)"
+if ! wait_build "$KUBELET" "$KUBERNETES"; then
+  reason="the kubelet did not build: $(tail -n 1 "$KUBERNETES.log" 2>/dev/null || echo "no build log")"
+  echo "make test: $reason (log: $KUBERNETES.log)"
   if [ -n "${CI:-}" ]; then
-    tail -n 30 "$KUBELET.log" 2>/dev/null
+    tail -n 30 "$KUBERNETES.log" 2>/dev/null
     rc=1
     finish
   fi

@@ -41,8 +41,9 @@ import (
 )
 
 // KubeletVersion is the kubelet the tests run: k8s.io/kubernetes at this
-// version, built from the module proxy by scripts/build-kubelet.sh into
-// .tools/kubelet-<version> (make test does it, once).
+// version, built from the module proxy with the kubectl of the same version
+// by scripts/build-kubernetes.sh into .tools/kubernetes-<version> (make test
+// does it, once).
 const KubeletVersion = "v1.37.2"
 
 // KubeletNode is the node name the harness's kubelet runs as.
