@@ -233,13 +233,7 @@ func (p *Proc) stop() {
 	if p == nil {
 		return
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
+	testenv.StopProcess(p.cmd, p.done, 15*time.Second)
 }
 
 func (s *Stack) startAlertmanager() (*Proc, error) {

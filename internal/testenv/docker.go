@@ -166,13 +166,7 @@ func (d *Dockerd) stopDaemon() {
 	if d.cmd == nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-d.done
-	}
+	StopProcess(d.cmd, d.done, 30*time.Second)
 	d.log.Close()
 	d.cmd = nil
 }

@@ -351,13 +351,7 @@ func (k *Kubelet) Restart() error {
 // terminate stops the kubelet process (SIGTERM, SIGKILL after 15 s) and
 // closes its log.
 func (k *Kubelet) terminate() {
-	k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(15 * time.Second):
-		k.cmd.Process.Kill()
-		<-k.done
-	}
+	StopProcess(k.cmd, k.done, 15*time.Second)
 	k.log.Close()
 }
 

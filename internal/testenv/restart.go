@@ -25,12 +25,6 @@ func (c *Containerd) Terminate() {
 		return
 	}
 	c.cmd.Process.Signal(syscall.SIGCONT)
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(15 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
+	StopProcess(c.cmd, c.done, 15*time.Second)
 	c.log.Close()
 }
