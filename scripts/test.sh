@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
-export CRICTL KUBELET KUBECTL CONTAINERD2 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
+export CRICTL KUBERNETES KUBELET KUBECTL ETCD CONTAINERD2 HELM
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the
@@ -39,16 +39,17 @@ kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
 others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
 mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
 
-# wait_build BIN [JOB]: wait for the background build JOB (default BIN) that
-# makes BIN (make test starts it, with JOB.pid and JOB.log) if one runs;
-# true when BIN is there.
+# wait_build BIN [JOB]: wait until BIN is there or the background build job
+# JOB (default BIN) that makes it has ended (make test starts it, with
+# JOB.pid and JOB.log; a job may go on to build more); true when BIN is
+# there. The builds move each binary into place whole.
 wait_build() {
   local bin=$1 job=${2:-$1} pid
-  if [ -f "$job.pid" ]; then
+  if [ ! -x "$bin" ] && [ -f "$job.pid" ]; then
     pid=$(cat "$job.pid" 2>/dev/null)
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
       echo "make test: waiting for the build of $(basename "$bin") (log: $job.log)"
-      while kill -0 "$pid" 2>/dev/null; do sleep 2; done
+      while [ ! -x "$bin" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
     fi
   fi
   [ -x "$bin" ]
@@ -111,5 +112,14 @@ if ! wait_build "$KUBELET" "$KUBERNETES"; then
   # The kubelet's tests skip with this reason.
   export KUBELET_UNAVAILABLE=$reason
 fi
-gotest "${kubelet_pkgs[@]}" || rc=1
+gotest -skip 'ControlPlane' "${kubelet_pkgs[@]}" || rc=1
+# The control plane after the kubelet's tests: its build goes on beside them.
+if ! { wait_build "$KUBERNETES/kube-scheduler" "$KUBERNETES" && wait_build "$ETCD" "$KUBERNETES"; }; then
+  echo "make test: the control plane did not build (log: $KUBERNETES.log)"
+  if [ -n "${CI:-}" ]; then
+    tail -n 30 "$KUBERNETES.log" 2>/dev/null
+    rc=1
+  fi
+fi
+gotest -run 'ControlPlane' "$module/internal/testenv" || rc=1
 finish

@@ -301,52 +301,9 @@ func TestLeftoversOfAKilledRun(t *testing.T) {
 	bin := requireKubelet(t)
 	dir := t.TempDir()
 	before := readHostState(t, dir)
-	child := exec.Command(os.Args[0], "-test.run=^TestLeftoversOfAKilledRun$", "-test.v")
-	child.Env = append(os.Environ(), "PLEG_TEST_KILLED_RUN="+dir, "KUBELET="+bin)
-	// It must not outlive this test if this test dies first.
-	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		buf := make([]byte, 64<<10)
-		var all string
-		for {
-			n, err := stdout.Read(buf)
-			all += string(buf[:n])
-			if i := strings.Index(all, "READY "); i >= 0 && strings.Contains(all[i:], "\n") {
-				ready <- strings.TrimSpace(all[i+6 : i+strings.Index(all[i:], "\n")])
-				return
-			}
-			if err != nil {
-				ready <- "FAILED: " + all
-				return
-			}
-		}
-	}()
-	var line string
-	select {
-	case line = <-ready:
-	case <-time.After(3 * time.Minute):
-		child.Process.Kill()
-		t.Fatal("the child run never got its kubelet and pod up")
-	}
-	if strings.HasPrefix(line, "FAILED") {
-		child.Wait()
-		t.Fatal(line)
-	}
+	line := killedChild(t, "TestLeftoversOfAKilledRun", "PLEG_TEST_KILLED_RUN="+dir, "KUBELET="+bin)
 	var kubeletPid, containerdPid int
 	fmt.Sscan(line, &kubeletPid, &containerdPid)
-	// The test process dies; its kubelet, containerd and pod do not.
-	child.Process.Kill()
-	child.Wait()
-	t.Cleanup(func() { CleanLeftovers() }) // whatever this test fails on
 	time.Sleep(time.Second)
 	for _, pid := range []int{kubeletPid, containerdPid} {
 		if syscall.Kill(pid, 0) != nil {
@@ -386,6 +343,60 @@ func TestLeftoversOfAKilledRun(t *testing.T) {
 			t.Errorf("cgroup %s left", cg[0])
 		}
 	}
+}
+
+// killedChild runs the test binary again as a child running test with env,
+// waits for the line "READY ..." it prints once its daemons are up, kills
+// it (its daemons live on, as a killed test run's do) and returns the rest
+// of that line. CleanLeftovers runs at the end of t whatever t fails on.
+func killedChild(t *testing.T, test string, env ...string) string {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.v")
+	child.Env = append(os.Environ(), env...)
+	// It must not outlive this test if this test dies first.
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		var all string
+		for {
+			n, err := stdout.Read(buf)
+			all += string(buf[:n])
+			if i := strings.Index(all, "READY "); i >= 0 && strings.Contains(all[i:], "\n") {
+				ready <- strings.TrimSpace(all[i+6 : i+strings.Index(all[i:], "\n")])
+				return
+			}
+			if err != nil {
+				ready <- "FAILED: " + all
+				return
+			}
+		}
+	}()
+	var line string
+	select {
+	case line = <-ready:
+	case <-time.After(3 * time.Minute):
+		child.Process.Kill()
+		child.Wait()
+		t.Fatal("the child run never got its daemons up")
+	}
+	if strings.HasPrefix(line, "FAILED") {
+		child.Wait()
+		t.Fatal(line)
+	}
+	// The test process dies; its daemons do not.
+	child.Process.Kill()
+	child.Wait()
+	t.Cleanup(func() { CleanLeftovers() })
+	return line
 }
 
 // killedRun is the child: a containerd, a kubelet and a running static pod

@@ -14,7 +14,11 @@
 package testenv
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -37,4 +41,94 @@ func StopProcess(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
 		cmd.Process.Kill()
 	}
 	<-done
+}
+
+// daemon is a process the harness started and recorded in LedgerDir, so the
+// next run stops it (and removes its directory) after a killed one. Its
+// output goes to KIND.log beside Dir, which outlives it.
+type daemon struct {
+	Kind    string
+	Dir     string // its own: data, generated certificates, the log
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     *os.File
+	ledger  *ledger
+}
+
+// startDaemon records and starts bin with args; marker is the one of args
+// that names Dir (checked before a later run signals the pid).
+func startDaemon(kind, dir, bin, marker string, args ...string) (*daemon, error) {
+	if !strings.Contains(marker, dir) || !containsArg(args, marker) {
+		return nil, fmt.Errorf("%s: marker %q is not an argument naming %s", kind, marker, dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l, err := newLedger(kind, dir)
+	if err != nil {
+		return nil, err
+	}
+	l.Marker = marker
+	if err := l.save(); err != nil {
+		return nil, fmt.Errorf("record %s in %s: %w", kind, LedgerDir, err)
+	}
+	d := &daemon{Kind: kind, Dir: dir, LogPath: filepath.Join(filepath.Dir(dir), kind+".log"), ledger: l}
+	if d.log, err = os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		l.remove()
+		return nil, err
+	}
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		d.log.Close()
+		l.remove()
+		return nil, fmt.Errorf("start %s: %w", kind, err)
+	}
+	d.done = make(chan struct{})
+	go func() { d.cmd.Wait(); close(d.done) }()
+	l.Pid = d.cmd.Process.Pid
+	return d, l.save()
+}
+
+func containsArg(args []string, a string) bool {
+	for _, x := range args {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// exited reports whether the process has ended.
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process (SIGTERM, SIGKILL after 15 s) and undoes its record:
+// its directory goes.
+func (d *daemon) stop() error {
+	if d == nil {
+		return nil
+	}
+	StopProcess(d.cmd, d.done, 15*time.Second)
+	d.log.Close()
+	return d.ledger.undo()
+}
+
+// lastLines is the end of the daemon's log, for an error that says why it
+// did not start.
+func (d *daemon) lastLines(n int) string {
+	b, _ := os.ReadFile(d.LogPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
