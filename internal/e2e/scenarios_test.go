@@ -37,47 +37,14 @@ const (
 	logNotHealthy   = "PLEG is not healthy"
 )
 
-// flood adds never-started containers with 64 KiB annotations, as a CronJob
-// that leaves containers behind does over weeks, until the unfiltered
-// ListContainers answer is 1 MiB past the limit. They go into pods the
-// kubelet does not know; it stops such a sandbox within a second or two,
-// after which containerd creates no container in it, so a new pod follows.
-func flood(ctx context.Context, rs runtimeapi.RuntimeServiceClient, pc *testenv.PodClient) (ids []string, pods []*testenv.Pod, v view, err error) {
-	pad := strings.Repeat("p", 64<<10)
-	var pod *testenv.Pod
-	failures := 0
-	for len(pods) < 300 {
-		if pod == nil {
-			if pod, err = pc.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", len(pods))); err != nil {
-				return ids, pods, v, err
-			}
-			pods = append(pods, pod)
-		}
-		id, err := pc.CreateContainer(ctx, pod, testenv.ContainerSpec{
-			Name: "leak", Attempt: uint32(len(ids)), ExtraAnnotations: map[string]string{"example.com/payload": pad},
-		})
-		if err != nil {
-			// Stopped by the kubelet (or being stopped: its task gone before
-			// its state says so). Five pods in a row that take nothing is
-			// something else.
-			if failures++; failures > 5 {
-				return ids, pods, v, err
-			}
-			pod = nil
-			continue
-		}
-		failures = 0
-		ids = append(ids, id)
-		if len(ids)%8 == 0 {
-			if v, err = runtimeView(ctx, rs); err != nil {
-				return ids, pods, v, err
-			}
-			if v.containerBytes > grpcLimit+1<<20 {
-				return ids, pods, v, nil
-			}
-		}
+// flood is testenv.Flood past the limit, with the runtime's view after it.
+func flood(ctx context.Context, rs runtimeapi.RuntimeServiceClient, pc *testenv.PodClient) ([]string, []*testenv.Pod, view, error) {
+	ids, pods, err := testenv.Flood(ctx, pc, grpcLimit)
+	if err != nil {
+		return ids, pods, view{}, err
 	}
-	return ids, pods, v, fmt.Errorf("%d pods stopped by the kubelet before the answer passed the limit", len(pods))
+	v, err := runtimeView(ctx, rs)
+	return ids, pods, v, err
 }
 
 func removeAll(rs runtimeapi.RuntimeServiceClient, ids []string, pods []*testenv.Pod) {

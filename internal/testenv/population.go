@@ -16,6 +16,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // SmallPopulation adds what a small node has: two running pods with
@@ -46,36 +47,37 @@ func SmallPopulation(ctx context.Context, k *PodClient) error {
 	return k.StopPod(ctx, done)
 }
 
-// Flood adds created containers with 64 KiB annotations to two pods in
-// namespace leaky-ns until the unfiltered ListContainers answer passes
-// limit bytes, as a CronJob that leaves containers behind does over weeks.
-// It returns the ids it created.
-func Flood(ctx context.Context, k *PodClient, limit int) ([]string, error) {
-	var pods []*Pod
-	for i := 0; i < 2; i++ {
-		p, err := k.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", i))
-		if err != nil {
-			return nil, err
-		}
-		pods = append(pods, p)
-	}
-	pad := make([]byte, 64<<10)
-	for i := range pad {
-		pad[i] = 'p'
-	}
-	var ids []string
-	for {
-		for i := 0; i < 16; i++ {
-			id, err := k.CreateContainer(ctx, pods[len(ids)%2], ContainerSpec{
-				Name: "leak", Attempt: uint32(len(ids)), ExtraAnnotations: map[string]string{"example.com/payload": string(pad)},
-			})
-			if err != nil {
-				return ids, err
+// Flood adds never-started containers with 64 KiB annotations, as a
+// CronJob that leaves containers behind does over weeks, until the
+// unfiltered ListContainers answer is 1 MiB past limit bytes (the
+// annotations alone are). They go into pods of namespace leaky-ns; a
+// kubelet stops such a pod within a second or two (it does not know it),
+// after which containerd creates no container in it, so a new pod follows;
+// five pods in a row that take none is an error. It returns the containers
+// and pods it created, also on an error.
+func Flood(ctx context.Context, k *PodClient, limit int) (ids []string, pods []*Pod, err error) {
+	pad := strings.Repeat("p", 64<<10)
+	var pod *Pod
+	failures := 0
+	for len(ids)*len(pad) <= limit+1<<20 {
+		if pod == nil {
+			if pod, err = k.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", len(pods))); err != nil {
+				return ids, pods, err
 			}
-			ids = append(ids, id)
+			pods = append(pods, pod)
 		}
-		if len(ids)*(64<<10) > limit+(1<<20) {
-			return ids, nil
+		id, err := k.CreateContainer(ctx, pod, ContainerSpec{
+			Name: "leak", Attempt: uint32(len(ids)), ExtraAnnotations: map[string]string{"example.com/payload": pad},
+		})
+		if err != nil {
+			if failures++; failures > 5 || ctx.Err() != nil {
+				return ids, pods, fmt.Errorf("flood: %d pods in a row took no container: %w", failures, err)
+			}
+			pod = nil
+			continue
 		}
+		failures = 0
+		ids = append(ids, id)
 	}
+	return ids, pods, nil
 }

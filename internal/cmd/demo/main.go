@@ -274,7 +274,7 @@ func withPods(f func(ctx context.Context, s *state, k *testenv.PodClient) error)
 func flood() error {
 	return withPods(func(ctx context.Context, s *state, k *testenv.PodClient) error {
 		fmt.Println("Creating never-started containers with 64 KiB annotations until ListContainers passes 16 MiB...")
-		ids, err := testenv.Flood(ctx, k, kubecontainer.GRPCLimitBytes)
+		ids, _, err := testenv.Flood(ctx, k, kubecontainer.GRPCLimitBytes)
 		s.FloodedIDs = append(s.FloodedIDs, ids...)
 		if serr := save(s); serr != nil {
 			return serr
