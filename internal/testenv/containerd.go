@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -587,4 +588,36 @@ func tail(path string) string {
 		b = b[len(b)-2000:]
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// Gateway is the pod network's gateway address on the host (the first of
+// Subnet), on the bridge the CNI bridge plugin would make at the first pod:
+// made now if it is not there yet (the plugin takes it as it finds it), so
+// a kubelet can listen on it before any pod runs. Stop deletes the bridge.
+func (c *Containerd) Gateway() (string, error) {
+	if c.Bridge == "" {
+		return "", errors.New("containerd: no pod network (ContainerdOptions.PodNetwork)")
+	}
+	_, ipnet, err := net.ParseCIDR(c.Subnet)
+	if err != nil {
+		return "", err
+	}
+	gw := ipnet.IP.To4()
+	gw[3]++
+	if linkExists(c.Bridge) {
+		return gw.String(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ones, _ := ipnet.Mask.Size()
+	for _, args := range [][]string{
+		{"link", "add", c.Bridge, "type", "bridge"},
+		{"addr", "add", fmt.Sprintf("%s/%d", gw, ones), "dev", c.Bridge},
+		{"link", "set", c.Bridge, "up"},
+	} {
+		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return gw.String(), nil
 }

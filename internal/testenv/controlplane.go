@@ -192,6 +192,9 @@ func (cp *ControlPlane) startAPIServer(etcd string, port int) error {
 		"--client-ca-file="+p.CAFile(),
 		"--kubelet-client-certificate="+p.path("apiserver-kubelet-client.crt"),
 		"--kubelet-client-key="+p.path("apiserver-kubelet-client.key"),
+		// The kubelet listens on its node IP (testenv.Kubelet.NodeIP); its
+		// Hostname address, the Node's name, does not resolve.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-key-file="+p.path("sa.pub"), "--service-account-signing-key-file="+p.path("sa.key"),
 		"--service-account-issuer="+serviceAccountIs,
 		"--service-cluster-ip-range="+ServiceCIDR,
@@ -320,12 +323,17 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, er
 
 // KubectlAs runs kubectl with another kubeconfig (a node's).
 func (cp *ControlPlane) KubectlAs(ctx context.Context, kubeconfig string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, cp.bins.Kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	return Output(exec.CommandContext(ctx, cp.bins.Kubectl, append([]string{"--kubeconfig=" + kubeconfig}, args...)...), "kubectl", args)
+}
+
+// Output runs cmd and returns its standard output; the error names the
+// command as name and args, and carries what it wrote to standard error.
+func Output(cmd *exec.Cmd, name string, args []string) ([]byte, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }

@@ -71,6 +71,14 @@ type KubeletOptions struct {
 	// /healthz, without waiting for a relist: one started on a node whose
 	// lists are past the limit never makes one.
 	StartIntoOverflow bool
+	// ControlPlane, when set, registers the kubelet as the Node KubeletNode
+	// with its own client certificate, as a kubeadm node does: its server
+	// authenticates clients by the cluster's CA or a token (webhook) and
+	// asks the API server to authorize them. It listens on the pod network's
+	// gateway (Runtime needs PodNetwork), which is its node IP: the kubelet
+	// refuses a loopback one, and the API server and Prometheus reach it
+	// there, as they reach a node's InternalIP.
+	ControlPlane *ControlPlane
 }
 
 // Kubelet is a real kubelet in standalone mode: static pods from a manifest
@@ -78,6 +86,11 @@ type KubeletOptions struct {
 type Kubelet struct {
 	Dir       string
 	Manifests string // static pod manifests (checked every second)
+	// NodeIP is the address its server listens on: 127.0.0.1, or with a
+	// ControlPlane the pod network's gateway.
+	NodeIP string
+	// Port is its authenticated server (logs, exec, /metrics with a token).
+	Port int
 	// ReadOnlyAddr serves /metrics, /pods and /healthz without credentials.
 	ReadOnlyAddr string
 	HealthzAddr  string
@@ -162,7 +175,7 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-func kubeletConfig(o KubeletOptions, dir, cgroupRoot string, ports []int) string {
+func kubeletConfig(o KubeletOptions, dir, cgroupRoot, nodeIP string, ports []int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: %[1]q
@@ -175,20 +188,12 @@ failSwapOn: false
 staticPodPath: %[3]q
 fileCheckFrequency: 1s
 podLogsDir: %[4]q
-registerNode: false
 makeIPTablesUtilChains: false
-address: 127.0.0.1
+address: %[8]s
 port: %[5]d
 readOnlyPort: %[6]d
 healthzBindAddress: 127.0.0.1
 healthzPort: %[7]d
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
 # A test machine's disk may be fuller than a node's: no image GC, no
 # eviction of the test's pods.
 imageGCHighThresholdPercent: 100
@@ -199,7 +204,34 @@ evictionHard:
   nodefs.inodesFree: "0%%"
   imagefs.available: "0%%"
 `, kubeletEndpoint(o), cgroupRoot, filepath.Join(dir, "manifests"), filepath.Join(dir, "pod-logs"),
-		ports[0], ports[1], ports[2]) + featureGates(o.FeatureGates)
+		ports[0], ports[1], ports[2], nodeIP) + kubeletAuth(o) + featureGates(o.FeatureGates)
+}
+
+// kubeletAuth is how the kubelet's server admits clients: standalone,
+// anyone on loopback; in a cluster, as a kubeadm node's does.
+func kubeletAuth(o KubeletOptions) string {
+	if o.ControlPlane == nil {
+		return `registerNode: false
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+`
+	}
+	return fmt.Sprintf(`registerNode: true
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %q
+authorization:
+  mode: Webhook
+`, o.ControlPlane.CAFile())
 }
 
 func kubeletEndpoint(o KubeletOptions) string {
@@ -253,16 +285,22 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if err != nil {
 		return nil, err
 	}
+	nodeIP := "127.0.0.1"
+	if o.ControlPlane != nil {
+		if nodeIP, err = o.Runtime.Gateway(); err != nil {
+			return nil, fmt.Errorf("kubelet in a cluster: %w", err)
+		}
+	}
 	k = &Kubelet{
-		Dir: o.Dir, Manifests: filepath.Join(o.Dir, "manifests"), opts: o,
-		ReadOnlyAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]), HealthzAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		Dir: o.Dir, Manifests: filepath.Join(o.Dir, "manifests"), opts: o, NodeIP: nodeIP, Port: ports[0],
+		ReadOnlyAddr: net.JoinHostPort(nodeIP, fmt.Sprint(ports[1])), HealthzAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]),
 		LogPath: filepath.Join(o.Dir, "kubelet.log"),
 	}
 	cfg := filepath.Join(o.Dir, "config.yaml")
 	// A cgroup root of its own: the kubelet's kubepods tree lives below it,
 	// apart from any real node's, and goes with it.
 	cgroupRoot := kubeletCgroupRoot(o.Dir)
-	if err := os.WriteFile(cfg, []byte(kubeletConfig(o, o.Dir, "/"+cgroupRoot, ports)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(kubeletConfig(o, o.Dir, "/"+cgroupRoot, nodeIP, ports)), 0o600); err != nil {
 		return nil, err
 	}
 	if k.ledger, err = newLedger("kubelet", o.Dir); err != nil {
@@ -292,6 +330,18 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if err := makeCgroup(cgroupRoot); err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", cgroupRoot, err)
 	}
+	if k.args, err = k.commandLine(cfg); err != nil {
+		return nil, err
+	}
+	if err := k.start(!o.StartIntoOverflow); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// commandLine is the kubelet's arguments besides its configuration file.
+func (k *Kubelet) commandLine(cfg string) ([]string, error) {
+	o := k.opts
 	args := []string{
 		"--config=" + cfg,
 		"--root-dir=" + filepath.Join(o.Dir, "root"),
@@ -302,11 +352,14 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if o.MinContainerTTL > 0 {
 		args = append(args, "--minimum-container-ttl-duration="+o.MinContainerTTL.String())
 	}
-	k.args = args
-	if err := k.start(!o.StartIntoOverflow); err != nil {
-		return nil, err
+	if o.ControlPlane != nil {
+		kubeconfig, err := o.ControlPlane.NodeKubeconfig(KubeletNode)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--kubeconfig="+kubeconfig, "--node-ip="+k.NodeIP)
 	}
-	return k, nil
+	return args, nil
 }
 
 // deviceManagerFree refuses to start a kubelet beside another one, or beside
