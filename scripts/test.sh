@@ -36,7 +36,8 @@ module=github.com/pleg-exporter/pleg_exporter
 integration_pkgs=("$module/internal/integration")
 helm_pkgs=("$module/deploy")
 kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
-others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}")
+cluster_pkgs=("$module/internal/cluster")
+others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}" "${cluster_pkgs[@]}")
 mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
 
 # wait_build BIN [JOB]: wait until BIN is there or the background build job
@@ -122,4 +123,8 @@ if ! { wait_build "$KUBERNETES/kube-scheduler" "$KUBERNETES" && wait_build "$ETC
   fi
 fi
 gotest -run 'ControlPlane' "$module/internal/testenv" || rc=1
+# The cluster's tests (a kubelet too, so after the others) install the chart
+# with Helm.
+wait_build "$HELM" || echo "make test: Helm did not build (log: $HELM.log)"
+gotest "${cluster_pkgs[@]}" || rc=1
 finish

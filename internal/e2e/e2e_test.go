@@ -183,12 +183,9 @@ func TestEndToEnd(t *testing.T) {
 	}{
 		{"agreement at rest", func(t *testing.T) { agreement(t, ctx, st, rs) }},
 		{"dashboards", func(t *testing.T) { checkDashboards(t, ctx, st) }},
-		// The freeze first: it ends with every alert resolved, and its four
-		// minutes give the integration tests' image build (make test runs
-		// both packages at once) the time to finish, so that the pod's step
-		// loads that build instead of waiting for it (testenv.ProjectImage).
+		// The freeze first: it ends with every alert resolved. (The exporter
+		// as a pod runs in a cluster: internal/cluster.)
 		{"frozen runtime", func(t *testing.T) { frozen(t, ctx, st, rec) }},
-		{"exporter as a pod", func(t *testing.T) { exporterPod(t, ctx, st, rs) }},
 		// The overflow last: healed by gc, it leaves alerts that take a
 		// minute to resolve, which no later step has to wait for.
 		{"payload overflow", func(t *testing.T) { overflow(t, ctx, st, rec, rs, pc, bin) }},
