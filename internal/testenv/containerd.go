@@ -314,11 +314,20 @@ func StartContainerdWith(dir string, opts ContainerdOptions) (*Containerd, error
 		c.Stop()
 		return nil, err
 	}
-	if out, err := exec.Command("ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
+	if err := c.ImportImage(tar); err != nil {
 		c.Stop()
-		return nil, fmt.Errorf("import test image: %v: %s", err, out)
+		return nil, fmt.Errorf("import test image: %w", err)
 	}
 	return c, nil
+}
+
+// ImportImage imports a docker-archive tarball into the k8s.io namespace,
+// where the kubelet finds its images.
+func (c *Containerd) ImportImage(tar string) error {
+	if out, err := exec.Command("ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", tar).CombinedOutput(); err != nil {
+		return fmt.Errorf("ctr images import %s: %v: %s", filepath.Base(tar), err, out)
+	}
+	return nil
 }
 
 // containerdPrereqs says what is missing to start a containerd with

@@ -89,7 +89,7 @@ type ControlPlane struct {
 	AdminKubeconfig string
 	bins            ControlPlaneBinaries
 	pki             *pki
-	daemons         []*daemon
+	daemons         []*Daemon
 }
 
 // StartControlPlane starts the control plane in dir and waits until the API
@@ -166,7 +166,7 @@ func (cp *ControlPlane) makePKI() (err error) {
 func (cp *ControlPlane) startEtcd(client, peer string) error {
 	p, dir := cp.pki, filepath.Join(cp.Dir, "etcd")
 	marker := "--data-dir=" + filepath.Join(dir, "data")
-	d, err := startDaemon("etcd", dir, cp.bins.Etcd, marker, marker,
+	d, err := StartDaemon("etcd", dir, cp.bins.Etcd, marker, marker,
 		"--name=default",
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
@@ -184,7 +184,7 @@ func (cp *ControlPlane) startEtcd(client, peer string) error {
 func (cp *ControlPlane) startAPIServer(etcd string, port int) error {
 	p, dir := cp.pki, filepath.Join(cp.Dir, "kube-apiserver")
 	marker := "--cert-dir=" + dir
-	d, err := startDaemon("kube-apiserver", dir, cp.bins.APIServer, marker, marker,
+	d, err := StartDaemon("kube-apiserver", dir, cp.bins.APIServer, marker, marker,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--etcd-servers="+etcd, "--etcd-cafile="+p.CAFile(),
 		"--etcd-certfile="+p.path("apiserver-etcd-client.crt"), "--etcd-keyfile="+p.path("apiserver-etcd-client.key"),
@@ -214,7 +214,7 @@ func (cp *ControlPlane) startControllers(cmPort, schedPort int) error {
 	p := cp.pki
 	dir := filepath.Join(cp.Dir, "kube-controller-manager")
 	marker := "--cert-dir=" + dir
-	cm, err := startDaemon("kube-controller-manager", dir, cp.bins.ControllerManager, marker, marker,
+	cm, err := StartDaemon("kube-controller-manager", dir, cp.bins.ControllerManager, marker, marker,
 		"--kubeconfig="+p.path("controller-manager.kubeconfig"),
 		"--authentication-kubeconfig="+p.path("controller-manager.kubeconfig"),
 		"--authorization-kubeconfig="+p.path("controller-manager.kubeconfig"),
@@ -230,7 +230,7 @@ func (cp *ControlPlane) startControllers(cmPort, schedPort int) error {
 	cp.daemons = append(cp.daemons, cm)
 	dir = filepath.Join(cp.Dir, "kube-scheduler")
 	marker = "--cert-dir=" + dir
-	sched, err := startDaemon("kube-scheduler", dir, cp.bins.Scheduler, marker, marker,
+	sched, err := StartDaemon("kube-scheduler", dir, cp.bins.Scheduler, marker, marker,
 		"--kubeconfig="+p.path("scheduler.kubeconfig"),
 		"--authentication-kubeconfig="+p.path("scheduler.kubeconfig"),
 		"--authorization-kubeconfig="+p.path("scheduler.kubeconfig"),
@@ -250,7 +250,7 @@ func (cp *ControlPlane) startControllers(cmPort, schedPort int) error {
 // request carries that certificate and the server's is checked against the
 // CA; without, the server's own self-signed one is accepted (the controller
 // manager's and the scheduler's /healthz, open to anyone).
-func (cp *ControlPlane) waitHealthy(d *daemon, url, client, want string, timeout time.Duration) error {
+func (cp *ControlPlane) waitHealthy(d *Daemon, url, client, want string, timeout time.Duration) error {
 	hc, err := cp.httpClient(client)
 	if err != nil {
 		return err
@@ -258,8 +258,8 @@ func (cp *ControlPlane) waitHealthy(d *daemon, url, client, want string, timeout
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
-		if d.exited() {
-			return fmt.Errorf("%w: %s exited during start-up: %s", ErrUnavailable, d.Kind, d.lastLines(5))
+		if d.Exited() {
+			return fmt.Errorf("%w: %s exited during start-up: %s", ErrUnavailable, d.Kind, d.LastLines(5))
 		}
 		code, body, err := get(hc, url)
 		if err == nil && code == http.StatusOK && strings.Contains(body, want) {
@@ -267,7 +267,7 @@ func (cp *ControlPlane) waitHealthy(d *daemon, url, client, want string, timeout
 		}
 		last = fmt.Sprintf("%d %q %v", code, body, err)
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s not healthy after %v (%s: %s): %s", ErrUnavailable, d.Kind, timeout, url, last, d.lastLines(5))
+			return fmt.Errorf("%w: %s not healthy after %v (%s: %s): %s", ErrUnavailable, d.Kind, timeout, url, last, d.LastLines(5))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -315,6 +315,12 @@ func (cp *ControlPlane) NodeKubeconfig(node string) (string, error) {
 // CAFile is the cluster's CA certificate.
 func (cp *ControlPlane) CAFile() string { return cp.pki.CAFile() }
 
+// AdminCert is the admin's client certificate and key (system:masters), for
+// a controller run beside the control plane (the Prometheus Operator).
+func (cp *ControlPlane) AdminCert() (cert, key string) {
+	return cp.pki.path("admin.crt"), cp.pki.path("admin.key")
+}
+
 // Kubectl runs the pinned kubectl as the admin; the error carries its
 // stderr.
 func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
@@ -342,7 +348,7 @@ func Output(cmd *exec.Cmd, name string, args []string) ([]byte, error) {
 func (cp *ControlPlane) Logs(lines int) string {
 	var b strings.Builder
 	for _, d := range cp.daemons {
-		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", d.Kind, d.LogPath, d.lastLines(lines))
+		fmt.Fprintf(&b, "--- %s (%s)\n%s\n", d.Kind, d.LogPath, d.LastLines(lines))
 	}
 	return b.String()
 }
@@ -352,7 +358,7 @@ func (cp *ControlPlane) Logs(lines int) string {
 func (cp *ControlPlane) Stop() error {
 	var errs []error
 	for i := len(cp.daemons) - 1; i >= 0; i-- {
-		errs = append(errs, cp.daemons[i].stop())
+		errs = append(errs, cp.daemons[i].Stop())
 	}
 	cp.daemons = nil
 	errs = append(errs, os.RemoveAll(cp.Dir))

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -36,20 +37,94 @@ func WriteImageTar(path, ref string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := os.ReadFile(bb)
+	files := []imageFile{{Name: "bin/busybox", Src: bb}}
+	for _, a := range []string{"sh", "sleep", "true", "false", "cat", "echo", "ls"} {
+		files = append(files, imageFile{Name: "bin/" + a, Link: "busybox"})
+	}
+	return writeImage(path, ref, files, map[string]any{"Cmd": []string{"/bin/sleep", "100000"}, "Env": []string{"PATH=/bin"}})
+}
+
+// WriteBinaryImage writes a docker-archive image of one host binary at
+// /bin/NAME as its entrypoint, with the shared libraries it loads (ldd's
+// list, at the paths ld.so looks them up) and the host files extra at
+// their own paths, for the daemons the cluster tests run from Debian's
+// packages or the module proxy (Prometheus, Alertmanager, the operator's
+// config reloader).
+func WriteBinaryImage(path, ref, bin, name string, extra ...string) error {
+	files := []imageFile{{Name: "bin/" + name, Src: bin}}
+	for _, e := range extra {
+		files = append(files, imageFile{Name: strings.TrimPrefix(e, "/"), Src: e})
+	}
+	dynamic, err := isDynamic(bin)
 	if err != nil {
 		return err
 	}
+	if dynamic {
+		out, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			return fmt.Errorf("ldd %s: %w", bin, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or
+			// "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
+			f := strings.Fields(line)
+			lib := ""
+			if len(f) >= 3 && f[1] == "=>" {
+				lib = f[2]
+			} else if len(f) >= 1 && strings.HasPrefix(f[0], "/") {
+				lib = f[0]
+			}
+			if lib != "" {
+				files = append(files, imageFile{Name: strings.TrimPrefix(lib, "/"), Src: lib})
+			}
+		}
+	}
+	return writeImage(path, ref, files, map[string]any{"Entrypoint": []string{"/bin/" + name}, "Env": []string{"PATH=/bin"}})
+}
+
+// imageFile is one file of an image: a copy of Src (links followed), or a
+// symbolic link to Link.
+type imageFile struct {
+	Name, Src, Link string
+}
+
+// writeImage writes a one-layer docker-archive image of files with the
+// image config cfg, every time stamp fixed (the same files give the same
+// image id).
+func writeImage(path, ref string, files []imageFile, cfg map[string]any) error {
 	var layer bytes.Buffer
 	lw := tar.NewWriter(&layer)
 	mod := time.Unix(1764000000, 0)
-	for _, d := range []string{"bin/", "tmp/", "etc/", "proc/", "sys/", "dev/"} {
-		lw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mod})
+	dirs := map[string]bool{}
+	mkdir := func(d string, mode int64) {
+		if !dirs[d] {
+			dirs[d] = true
+			lw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: mode, ModTime: mod})
+		}
 	}
-	lw.WriteHeader(&tar.Header{Name: "bin/busybox", Mode: 0o755, Size: int64(len(bin)), ModTime: mod})
-	lw.Write(bin)
-	for _, a := range []string{"sh", "sleep", "true", "false", "cat", "echo", "ls"} {
-		lw.WriteHeader(&tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", ModTime: mod})
+	for _, d := range []string{"bin", "etc", "proc", "sys", "dev"} {
+		mkdir(d, 0o755)
+	}
+	mkdir("tmp", 0o1777)
+	for _, f := range files {
+		parts := strings.Split(filepath.Dir(f.Name), "/")
+		for i := range parts {
+			if parts[0] != "." {
+				mkdir(strings.Join(parts[:i+1], "/"), 0o755)
+			}
+		}
+		if f.Link != "" {
+			lw.WriteHeader(&tar.Header{Name: f.Name, Typeflag: tar.TypeSymlink, Linkname: f.Link, ModTime: mod})
+			continue
+		}
+		b, err := os.ReadFile(f.Src)
+		if err != nil {
+			return err
+		}
+		if err := lw.WriteHeader(&tar.Header{Name: f.Name, Mode: 0o755, Size: int64(len(b)), ModTime: mod}); err != nil {
+			return err
+		}
+		lw.Write(b)
 	}
 	if err := lw.Close(); err != nil {
 		return err
@@ -60,11 +135,8 @@ func WriteImageTar(path, ref string) error {
 		"architecture": goarch(),
 		"os":           "linux",
 		"created":      mod.UTC().Format(time.RFC3339),
-		"config": map[string]any{
-			"Cmd": []string{"/bin/sleep", "100000"},
-			"Env": []string{"PATH=/bin"},
-		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+		"config":       cfg,
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{diffID}},
 	})
 	csum := sha256.Sum256(config)
 	configName := hex.EncodeToString(csum[:]) + ".json"

@@ -43,10 +43,10 @@ func StopProcess(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
 	<-done
 }
 
-// daemon is a process the harness started and recorded in LedgerDir, so the
+// Daemon is a process the harness started and recorded in LedgerDir, so the
 // next run stops it (and removes its directory) after a killed one. Its
 // output goes to KIND.log beside Dir, which outlives it.
-type daemon struct {
+type Daemon struct {
 	Kind    string
 	Dir     string // its own: data, generated certificates, the log
 	LogPath string
@@ -56,9 +56,9 @@ type daemon struct {
 	ledger  *ledger
 }
 
-// startDaemon records and starts bin with args; marker is the one of args
-// that names Dir (checked before a later run signals the pid).
-func startDaemon(kind, dir, bin, marker string, args ...string) (*daemon, error) {
+// StartDaemon records and starts bin with args; marker is the one of args
+// that names dir (checked before a later run signals the pid).
+func StartDaemon(kind, dir, bin, marker string, args ...string) (*Daemon, error) {
 	if !strings.Contains(marker, dir) || !containsArg(args, marker) {
 		return nil, fmt.Errorf("%s: marker %q is not an argument naming %s", kind, marker, dir)
 	}
@@ -73,7 +73,7 @@ func startDaemon(kind, dir, bin, marker string, args ...string) (*daemon, error)
 	if err := l.save(); err != nil {
 		return nil, fmt.Errorf("record %s in %s: %w", kind, LedgerDir, err)
 	}
-	d := &daemon{Kind: kind, Dir: dir, LogPath: filepath.Join(filepath.Dir(dir), kind+".log"), ledger: l}
+	d := &Daemon{Kind: kind, Dir: dir, LogPath: filepath.Join(filepath.Dir(dir), kind+".log"), ledger: l}
 	if d.log, err = os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 		l.remove()
 		return nil, err
@@ -101,8 +101,8 @@ func containsArg(args []string, a string) bool {
 	return false
 }
 
-// exited reports whether the process has ended.
-func (d *daemon) exited() bool {
+// Exited reports whether the process has ended.
+func (d *Daemon) Exited() bool {
 	select {
 	case <-d.done:
 		return true
@@ -111,9 +111,9 @@ func (d *daemon) exited() bool {
 	}
 }
 
-// stop ends the process (SIGTERM, SIGKILL after 15 s) and undoes its record:
+// Stop ends the process (SIGTERM, SIGKILL after 15 s) and undoes its record:
 // its directory goes.
-func (d *daemon) stop() error {
+func (d *Daemon) Stop() error {
 	if d == nil {
 		return nil
 	}
@@ -122,9 +122,9 @@ func (d *daemon) stop() error {
 	return d.ledger.undo()
 }
 
-// lastLines is the end of the daemon's log, for an error that says why it
+// LastLines is the end of the daemon's log, for an error that says why it
 // did not start.
-func (d *daemon) lastLines(n int) string {
+func (d *Daemon) LastLines(n int) string {
 	b, _ := os.ReadFile(d.LogPath)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
