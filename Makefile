@@ -33,6 +33,17 @@ KUBECTL   := $(KUBERNETES)/kubectl
 CONTROL_PLANE_CMDS := kube-apiserver kube-controller-manager kube-scheduler
 ETCD_VERSION := v3.7.4
 ETCD      := .tools/etcd-$(ETCD_VERSION)/etcd
+# The Prometheus Operator the cluster tests run, with its config reloader and
+# CRDs (github.com/prometheus-operator/prometheus-operator; only v0.85.0 is
+# served; cluster.OperatorVersion names the same one).
+OPERATOR_VERSION := v0.85.0
+OPERATOR  := .tools/prometheus-operator-$(OPERATOR_VERSION)
+# The Prometheus the operator runs in the cluster tests: Debian's 2.42.0+ds
+# has no Kubernetes service discovery. github.com/prometheus/prometheus
+# v0.316.0 is Prometheus 3.16.0 (cluster.PrometheusVersion).
+PROMETHEUS_VERSION := v3.16.0
+PROMETHEUS_MODULE_VERSION := v0.316.0
+PROMETHEUS_SERVER := .tools/prometheus-$(PROMETHEUS_VERSION)/prometheus
 # containerd 2.x beside Debian's 1.6: github.com/containerd/containerd/v2 from
 # the module proxy, static, with its own runc shim (about 1.5 minutes on 2
 # cores), cached by version. testenv.Containerd2Version names the same one.
@@ -98,7 +109,8 @@ license-check:
 # last).
 test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBERNETES=$(CURDIR)/$(KUBERNETES) \
-		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) \
+		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) \
+		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) \
 		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(abspath $(HELM)) bash scripts/test.sh
 
 # The builds only the later tests need start first, in the background at
@@ -111,13 +123,19 @@ test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/contai
 # $(HELM).log.
 K8S_BUILDS = GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS) && \
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(CONTROL_PLANE_CMDS) && \
-	GO=$(GO) NAME=etcd bash scripts/build-module.sh go.etcd.io/etcd/server/v3 $(ETCD_VERSION) $(dir $(ETCD)) .
+	GO=$(GO) NAME=etcd bash scripts/build-module.sh go.etcd.io/etcd/server/v3 $(ETCD_VERSION) $(dir $(ETCD)) . && \
+	$(OPERATOR_BUILD) && $(PROMETHEUS_BUILD)
+OPERATOR_BUILD = GO=$(GO) COPY=example/prometheus-operator-crd bash scripts/build-module.sh \
+	github.com/prometheus-operator/prometheus-operator $(OPERATOR_VERSION) $(OPERATOR) ./cmd/operator ./cmd/prometheus-config-reloader
+PROMETHEUS_BUILD = { [ -x $(PROMETHEUS_SERVER) ] || GOBIN=$(abspath $(dir $(PROMETHEUS_SERVER))) CGO_ENABLED=0 $(GO) install -trimpath \
+	-ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION:v%=%)" \
+	github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_MODULE_VERSION); }
 .PHONY: kubernetes-background helm-background
 kubernetes-background:
-	@if ! { $(foreach c,$(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS),[ -x $(KUBERNETES)/$(c) ] &&) [ -x $(ETCD) ]; } && \
+	@if ! { $(foreach c,$(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS),[ -x $(KUBERNETES)/$(c) ] &&) [ -x $(ETCD) ] && [ -x $(OPERATOR)/prometheus-config-reloader ] && [ -x $(PROMETHEUS_SERVER) ]; } && \
 		! { [ -f $(KUBERNETES).pid ] && kill -0 $$(cat $(KUBERNETES).pid) 2>/dev/null; }; then \
 		mkdir -p .tools; \
-		echo "make test: building $(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS) $(KUBELET_VERSION) and etcd $(ETCD_VERSION) in the background (log: $(KUBERNETES).log)"; \
+		echo "make test: building $(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS) $(KUBELET_VERSION), etcd $(ETCD_VERSION) the Prometheus Operator $(OPERATOR_VERSION) and Prometheus $(PROMETHEUS_VERSION) in the background (log: $(KUBERNETES).log)"; \
 		setsid nice -n 19 bash -c '$(K8S_BUILDS)' > $(KUBERNETES).log 2>&1 < /dev/null & \
 		echo $$! > $(KUBERNETES).pid; \
 	fi
@@ -202,10 +220,12 @@ $(KUBELET) $(KUBECTL):
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS)
 
 .PHONY: control-plane
-## control-plane: the kube-apiserver, kube-controller-manager, kube-scheduler and etcd the cluster tests run.
+## control-plane: the kube-apiserver, kube-controller-manager, kube-scheduler, etcd, Prometheus Operator and Prometheus the cluster tests run.
 control-plane: $(KUBELET)
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(CONTROL_PLANE_CMDS)
 	GO=$(GO) NAME=etcd bash scripts/build-module.sh go.etcd.io/etcd/server/v3 $(ETCD_VERSION) $(dir $(ETCD)) .
+	$(OPERATOR_BUILD)
+	$(PROMETHEUS_BUILD)
 
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)

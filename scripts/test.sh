@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
-export CRICTL KUBERNETES KUBELET KUBECTL ETCD CONTAINERD2 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
+export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER CONTAINERD2 HELM
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the
@@ -124,7 +124,9 @@ if ! { wait_build "$KUBERNETES/kube-scheduler" "$KUBERNETES" && wait_build "$ETC
 fi
 gotest -run 'ControlPlane' "$module/internal/testenv" || rc=1
 # The cluster's tests (a kubelet too, so after the others) install the chart
-# with Helm.
+# with Helm beside the Prometheus Operator.
 wait_build "$HELM" || echo "make test: Helm did not build (log: $HELM.log)"
+wait_build "$PROMETHEUS_OPERATOR/prometheus-config-reloader" "$KUBERNETES" || echo "make test: the Prometheus Operator did not build (log: $KUBERNETES.log)"
+wait_build "$PROMETHEUS_SERVER" "$KUBERNETES" || echo "make test: Prometheus did not build (log: $KUBERNETES.log)"
 gotest "${cluster_pkgs[@]}" || rc=1
 finish

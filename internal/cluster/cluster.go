@@ -54,6 +54,7 @@ type Cluster struct {
 	Kubelet      *testenv.Kubelet
 	helm         string
 	log          io.Writer
+	monitoring   *Monitoring
 }
 
 // Node is the name the kubelet registers.
@@ -169,7 +170,7 @@ func (c *Cluster) WaitNodeCondition(ctx context.Context, typ corev1.NodeConditio
 // Stop stops the kubelet (its pods go with it), containerd and the control
 // plane, and puts the host back.
 func (c *Cluster) Stop() error {
-	var errs []error
+	errs := []error{c.monitoring.stop()}
 	if c.Kubelet != nil {
 		errs = append(errs, c.Kubelet.Stop())
 	}

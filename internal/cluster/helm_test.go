@@ -119,7 +119,12 @@ func TestCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c := startCluster(t, ctx)
-	first := install(t, ctx, c)
+	pages, hook := startPager(t, c)
+	m, err := c.StartMonitoring(ctx, MonitoringOptions{ReceiverURL: hook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := install(t, ctx, c, "--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
 	if first.Spec.ServiceAccountName != release {
 		t.Errorf("the pod runs as service account %q, want the chart's %q", first.Spec.ServiceAccountName, release)
 	}
@@ -128,13 +133,15 @@ func TestCluster(t *testing.T) {
 	}
 	url := podURL(first)
 	agree(t, ctx, c, url)
+	scraped(t, m, first.Name)
 	probed := probesPass(t, c, first)
 	survivesRestart(t, ctx, c, first, url, probed)
 
 	// An upgrade with a changed value rolls the pod.
 	t1 := time.Now()
 	if _, err := c.Helm(ctx, append([]string{"upgrade", release, chart, "--namespace", namespace},
-		helmValues(c, "--set", "extraArgs={--collector.namespaces}")...)...); err != nil {
+		helmValues(c, "--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true",
+			"--set", "extraArgs={--collector.namespaces}")...)...); err != nil {
 		t.Fatal(err)
 	}
 	second := rollout(t, ctx, c, t1)
@@ -145,7 +152,7 @@ func TestCluster(t *testing.T) {
 		t.Errorf("the rolled pod's args %q lack the upgrade's value", args)
 	}
 
-	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second) }) {
+	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second, pages) }) {
 		return
 	}
 
@@ -156,7 +163,7 @@ func TestCluster(t *testing.T) {
 	// --wait returns once the objects are deleted; the pod takes its grace
 	// period to go.
 	waitPodGone(t, ctx, c, second.Name)
-	left, err := c.Kubectl(ctx, "get", "all,serviceaccounts,configmaps,secrets,roles,rolebindings",
+	left, err := c.Kubectl(ctx, "get", "all,serviceaccounts,configmaps,secrets,roles,rolebindings,podmonitors,servicemonitors,prometheusrules",
 		"--all-namespaces", "-l", "app.kubernetes.io/instance="+release, "-o", "name")
 	if err != nil {
 		t.Fatal(err)

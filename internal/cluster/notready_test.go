@@ -43,7 +43,7 @@ const (
 // exporter's pod (it tolerates every taint) stays Running and Ready. Then
 // the runbook's own `kubectl exec … pleg_exporter gc` heals the node and it
 // turns Ready.
-func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
+func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages *pager) {
 	url := podURL(pod)
 	cc, err := c.Containerd.Dial(256 << 20)
 	if err != nil {
@@ -62,18 +62,27 @@ func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
 		t.Fatalf("the kubelet logged no failed relist within 1m of the flood:\n%s", c.Kubelet.LogTail(30))
 	}
 	tl := watchNotReady(t, ctx, c, pod, url, failed.At)
+	if pg, ok := pages.firstPage("PLEGPayloadOverLimit"); ok {
+		tl.paged, tl.pageLabels = pg.at, pg.labels
+	}
 	t.Logf("overflow timeline (T0 = the kubelet's first failed relist %s): %s", failed.At.Format("15:04:05.000"), tl)
 	if lead := tl.notReady.Sub(tl.over); lead < 120*time.Second {
 		t.Errorf("the exporter's pod reported the answer over the limit %v before the Node turned NotReady, want at least 2m", lead.Round(100*time.Millisecond))
+	}
+	if lead := tl.notReady.Sub(tl.paged); tl.paged.IsZero() || lead < 120*time.Second {
+		t.Errorf("PLEGPayloadOverLimit paged %v before the Node turned NotReady (at %v), want at least 2m", lead.Round(100*time.Millisecond), tl.paged)
+	} else if tl.pageLabels["node"] != Node || tl.pageLabels["cluster"] != "pleg-test" {
+		t.Errorf("the page's labels %v lack node=%s or the Prometheus' external label cluster=pleg-test", tl.pageLabels, Node)
 	}
 	heal(t, ctx, c, pod)
 }
 
 // timeline is the overflow as the test saw it, each time the first.
 type timeline struct {
-	t0, over, notHealthy, notReady, tainted time.Time
-	payload                                 float64
-	cond                                    corev1.NodeCondition
+	t0, over, paged, notHealthy, notReady, tainted time.Time
+	payload                                        float64
+	cond                                           corev1.NodeCondition
+	pageLabels                                     map[string]string
 }
 
 func (tl timeline) String() string {
@@ -83,10 +92,10 @@ func (tl timeline) String() string {
 		}
 		return fmt.Sprintf("T0%+.1fs", t.Sub(tl.t0).Seconds())
 	}
-	return fmt.Sprintf("the exporter's pod: ListContainers %.0f bytes over the limit %s; kubelet %q %s; Node Ready=False %s "+
-		"(lastTransitionTime %s, reason %s: %q); taint %s %s; lead time %v",
-		tl.payload, at(tl.over), logNotHealthy, at(tl.notHealthy), at(tl.notReady), tl.cond.LastTransitionTime.Format("15:04:05"),
-		tl.cond.Reason, tl.cond.Message, corev1.TaintNodeNotReady, at(tl.tainted), tl.notReady.Sub(tl.over).Round(100*time.Millisecond))
+	return fmt.Sprintf("the exporter's pod: ListContainers %.0f bytes over the limit %s; PLEGPayloadOverLimit at the webhook %s; kubelet %q %s; "+
+		"Node Ready=False %s (lastTransitionTime %s, reason %s: %q); taint %s %s; lead time from the page %v",
+		tl.payload, at(tl.over), at(tl.paged), logNotHealthy, at(tl.notHealthy), at(tl.notReady), tl.cond.LastTransitionTime.Format("15:04:05"),
+		tl.cond.Reason, tl.cond.Message, corev1.TaintNodeNotReady, at(tl.tainted), tl.notReady.Sub(tl.paged).Round(100*time.Millisecond))
 }
 
 // watchNotReady polls the exporter's pod, the kubelet's log and the Node
