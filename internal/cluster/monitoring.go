@@ -25,6 +25,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -193,7 +194,7 @@ func (c *Cluster) startOperator(bins operatorBinaries) (*testenv.Daemon, error) 
 	if err := os.WriteFile(own, b, 0o600); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := measure.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -220,15 +221,6 @@ func (c *Cluster) startOperator(bins operatorBinaries) (*testenv.Daemon, error) 
 			return nil, fmt.Errorf("the Prometheus Operator not healthy on %s after 1m: %s", addr, d.LastLines(10))
 		}
 	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // apply renders tmpl with data and applies it.

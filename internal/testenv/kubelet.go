@@ -455,14 +455,7 @@ func (k *Kubelet) start(waitRelist bool) error {
 func (k *Kubelet) Pid() int { return k.cmd.Process.Pid }
 
 // Exited reports whether the kubelet process has ended.
-func (k *Kubelet) Exited() bool {
-	select {
-	case <-k.done:
-		return true
-	default:
-		return false
-	}
-}
+func (k *Kubelet) Exited() bool { return closed(k.done) }
 
 // Stop stops the kubelet, removes every pod of its runtime (the static pods
 // would otherwise keep running), and undoes its host changes: the bind

@@ -102,9 +102,12 @@ func containsArg(args []string, a string) bool {
 }
 
 // Exited reports whether the process has ended.
-func (d *Daemon) Exited() bool {
+func (d *Daemon) Exited() bool { return closed(d.done) }
+
+// closed reports whether done is closed (the process waited for has ended).
+func closed(done <-chan struct{}) bool {
 	select {
-	case <-d.done:
+	case <-done:
 		return true
 	default:
 		return false
