@@ -131,7 +131,7 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (m *
 		"Namespace": monitoringNamespace, "APIServer": c.ControlPlane.Server, "Receiver": o.ReceiverURL,
 		"Prometheus": prometheusImage, "PrometheusVersion": PrometheusVersion,
 		"Alertmanager": alertmanagerImage, "AlertmanagerVersion": AlertmanagerVersion,
-		"Labels": StackLabels,
+		"Labels": StackLabels, "KubeletPaths": []string{"/metrics", "/metrics/probes"},
 	}); err != nil {
 		return nil, err
 	}
@@ -271,8 +271,9 @@ func (m *Monitoring) stop() error {
 
 // monitoringObjects is what kube-prometheus-stack makes for its Prometheus
 // and Alertmanager, reduced to one node: their service account and RBAC,
-// Alertmanager's configuration (every alert to the test's webhook), and the
-// two resources the operator turns into StatefulSets.
+// Alertmanager's configuration (every alert to the test's webhook), the
+// two resources the operator turns into StatefulSets, and the stack's
+// ServiceMonitor of the kubelet.
 const monitoringObjects = `
 apiVersion: v1
 kind: Namespace
@@ -390,4 +391,38 @@ spec:
     runAsUser: 1000
     runAsNonRoot: true
     fsGroup: 2000
+---
+# kube-prometheus-stack's kubelet ServiceMonitor (its chart's defaults):
+# the operator's kubelet Service, https with the service account's token,
+# honorLabels, the metrics_path relabeling; /metrics and /metrics/probes.
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: kube-prometheus-stack-kubelet
+  namespace: {{.Namespace}}
+  labels:{{range $k, $v := .Labels}}
+    {{$k}}: {{$v}}{{end}}
+spec:
+  jobLabel: k8s-app
+  namespaceSelector:
+    matchNames: [kube-system]
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: kubelet
+      k8s-app: kubelet
+  endpoints:
+{{- range $path := .KubeletPaths}}
+    - port: https-metrics
+      scheme: https
+      path: {{$path}}
+      honorLabels: true
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        caFile: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+        insecureSkipVerify: true
+      relabelings:
+        - action: replace
+          sourceLabels: [__metrics_path__]
+          targetLabel: metrics_path
+{{- end}}
 `

@@ -290,6 +290,10 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 		if nodeIP, err = o.Runtime.Gateway(); err != nil {
 			return nil, fmt.Errorf("kubelet in a cluster: %w", err)
 		}
+		// The kubelet's own port, on an address only it uses: the
+		// Prometheus Operator writes 10250 into the kubelet Endpoints
+		// whatever the Node reports.
+		ports[0] = 10250
 	}
 	k = &Kubelet{
 		Dir: o.Dir, Manifests: filepath.Join(o.Dir, "manifests"), opts: o, NodeIP: nodeIP, Port: ports[0],
