@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -149,11 +150,13 @@ func scraped(t *testing.T, m *Monitoring, pod string) {
 		rules, rerr := ruleNames(m.PrometheusURL)
 		if err == nil && rerr == nil && len(rs) == 1 && rules["PLEGPayloadOverLimit"] {
 			l := rs[0].Metric
-			if l["node"] == Node && l["namespace"] == namespace && l["pod"] == pod {
+			ks, _ := query(m.PrometheusURL, `kubelet_pleg_last_seen_seconds`)
+			if l["node"] == Node && l["namespace"] == namespace && l["pod"] == pod && len(ks) == 1 {
 				t.Logf("the operator's Prometheus scrapes the pod through the chart's PodMonitor: %v; %d rules loaded from the chart's PrometheusRule", l, len(rules))
+				t.Logf("and the kubelet through the stack's ServiceMonitor: %v", ks[0].Metric)
 				return
 			}
-			last = fmt.Sprintf("series %v", l)
+			last = fmt.Sprintf("series %v; the kubelet's kubelet_pleg_last_seen_seconds: %d series", l, len(ks))
 		} else {
 			last = fmt.Sprintf("%d series (%v), PLEGPayloadOverLimit loaded %v (%v)", len(rs), err, rules["PLEGPayloadOverLimit"], rerr)
 		}
@@ -161,4 +164,23 @@ func scraped(t *testing.T, m *Monitoring, pod string) {
 			t.Fatalf("the operator's Prometheus did not scrape the exporter's pod %s within 3m: %s", pod, last)
 		}
 	}
+}
+
+// since lists every alert that paged at or after from, in the order they
+// first arrived, as name@T0+seconds.
+func (p *pager) since(from, t0 time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var pages []page
+	for _, pg := range p.first {
+		if !pg.at.Before(from) {
+			pages = append(pages, pg)
+		}
+	}
+	sort.Slice(pages, func(i, j int) bool { return pages[i].at.Before(pages[j].at) })
+	out := make([]string, 0, len(pages))
+	for _, pg := range pages {
+		out = append(out, fmt.Sprintf("%s/%s@T0%+.1fs", pg.labels["alertname"], pg.labels["severity"], pg.at.Sub(t0).Seconds()))
+	}
+	return out
 }

@@ -66,6 +66,7 @@ func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pag
 		tl.paged, tl.pageLabels = pg.at, pg.labels
 	}
 	t.Logf("overflow timeline (T0 = the kubelet's first failed relist %s): %s", failed.At.Format("15:04:05.000"), tl)
+	t.Logf("overflow: every page until NotReady: %v", pages.since(start, failed.At))
 	if lead := tl.notReady.Sub(tl.over); lead < 120*time.Second {
 		t.Errorf("the exporter's pod reported the answer over the limit %v before the Node turned NotReady, want at least 2m", lead.Round(100*time.Millisecond))
 	}
