@@ -285,15 +285,9 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	nodeIP := "127.0.0.1"
-	if o.ControlPlane != nil {
-		if nodeIP, err = o.Runtime.Gateway(); err != nil {
-			return nil, fmt.Errorf("kubelet in a cluster: %w", err)
-		}
-		// The kubelet's own port, on an address only it uses: the
-		// Prometheus Operator writes 10250 into the kubelet Endpoints
-		// whatever the Node reports.
-		ports[0] = 10250
+	nodeIP, err := kubeletAddress(o, ports)
+	if err != nil {
+		return nil, err
 	}
 	k = &Kubelet{
 		Dir: o.Dir, Manifests: filepath.Join(o.Dir, "manifests"), opts: o, NodeIP: nodeIP, Port: ports[0],
@@ -341,6 +335,22 @@ func StartKubelet(o KubeletOptions) (k *Kubelet, err error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// kubeletAddress is the address the kubelet serves on: loopback, or in a
+// cluster the pod network's gateway with the kubelet's own port (an address
+// only it uses: the Prometheus Operator writes 10250 into the kubelet
+// Endpoints whatever the Node reports), set in ports[0].
+func kubeletAddress(o KubeletOptions, ports []int) (string, error) {
+	if o.ControlPlane == nil {
+		return "127.0.0.1", nil
+	}
+	gw, err := o.Runtime.Gateway()
+	if err != nil {
+		return "", fmt.Errorf("kubelet in a cluster: %w", err)
+	}
+	ports[0] = 10250
+	return gw, nil
 }
 
 // commandLine is the kubelet's arguments besides its configuration file.
