@@ -537,14 +537,7 @@ func (k *Kubelet) lastError() string {
 }
 
 // LogTail is the end of the kubelet's log.
-func (k *Kubelet) LogTail(lines int) string {
-	b, _ := os.ReadFile(k.LogPath)
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
+func (k *Kubelet) LogTail(lines int) string { return tailFile(k.LogPath, lines) }
 
 // LogLine is one line of the kubelet's log and the time klog stamped on it.
 type LogLine struct {

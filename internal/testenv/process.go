@@ -127,8 +127,11 @@ func (d *Daemon) Stop() error {
 
 // LastLines is the end of the daemon's log, for an error that says why it
 // did not start.
-func (d *Daemon) LastLines(n int) string {
-	b, _ := os.ReadFile(d.LogPath)
+func (d *Daemon) LastLines(n int) string { return tailFile(d.LogPath, n) }
+
+// tailFile is the last n lines of a log file (what there is of it).
+func tailFile(path string, n int) string {
+	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
