@@ -115,6 +115,9 @@ var (
 	reinspectDesc = prometheus.NewDesc("pleg_relist_reinspect_pods",
 		"Pods whose latest inspection failed; like the kubelet (podsToReinspect), the next relist inspects them again, and each hung call costs every relist its deadline.",
 		nil, nil)
+	listInFlightDesc = prometheus.NewDesc("pleg_relist_list_in_flight_seconds",
+		"Age of the relist's list calls under way now (ListPodSandbox, then ListContainers, each with --relist.timeout), computed at scrape time; 0 between relists. It climbs from the first second of a runtime that stops answering: a kubelet whose calls hang so marks the node NotReady (\"container runtime is down\") when its node status call reaches its --runtime-request-timeout, before the PLEG threshold.",
+		nil, nil)
 	inFlightDesc = prometheus.NewDesc("pleg_relist_status_in_flight_seconds",
 		"Age of the status call under way now, by RPC (0 for the others), computed at scrape time: a call that hangs climbs towards --relist.timeout while pleg_last_seen_seconds grows with it.",
 		[]string{"rpc"}, nil)
@@ -230,7 +233,7 @@ func (c *Collector) ObserveProbe(res kubecontainer.ProbeResult) {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{containersDesc, dockerContainersDesc, dockerUpDesc, sandboxesDesc,
-		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, thresholdDesc, upDesc,
+		durationDesc, rpcDurationDesc, payloadDesc, payloadLimitDesc, lastSeenDesc, listInFlightDesc, thresholdDesc, upDesc,
 		fallbackDesc, fallbackDurationDesc, relistsDesc, errorsDesc, infoDesc, nsContainersDesc, nsPayloadDesc,
 		streamMessageDesc, streamLastSeenDesc} {
 		ch <- d
@@ -261,6 +264,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	})
 
 	gauge(lastSeenDesc, c.cfg.Now().Sub(st.LastSeen).Seconds())
+	listing := 0.0
+	if !st.ListingSince.IsZero() {
+		listing = max(c.cfg.Now().Sub(st.ListingSince).Seconds(), 0)
+	}
+	gauge(listInFlightDesc, listing)
 	gauge(thresholdDesc, c.cfg.Threshold.Seconds())
 	gauge(payloadLimitDesc, float64(c.cfg.LimitBytes))
 	ch <- prometheus.MustNewConstMetric(relistsDesc, prometheus.CounterValue, float64(st.Relists))

@@ -82,12 +82,13 @@ func setup(t *testing.T, interval, timeout time.Duration) (*fakecri.Server, *ple
 }
 
 // Scrapes read memory only: while the runtime hangs they stay fast and the
-// age keeps growing.
+// age keeps growing, with the age of the hung list call.
 func TestHungRuntimeScrapesStayFast(t *testing.T) {
 	srv, _, reg, _ := setup(t, 50*time.Millisecond, 10*time.Second)
 	srv.Block()
 	time.Sleep(100 * time.Millisecond) // let a relist enter the hung call
 	before := gauge(t, reg, "pleg_last_seen_seconds")
+	listBefore := gauge(t, reg, "pleg_relist_list_in_flight_seconds")
 	var worst time.Duration
 	for i := 0; i < 20; i++ {
 		t0 := time.Now()
@@ -101,6 +102,11 @@ func TestHungRuntimeScrapesStayFast(t *testing.T) {
 	if after-before < 0.9 {
 		t.Errorf("last seen grew %.2fs over ~1s of hang", after-before)
 	}
+	// The list call hangs since the relist began: its age is the age of
+	// the last relist's start less the pause between them, and grows alike.
+	if listAfter := gauge(t, reg, "pleg_relist_list_in_flight_seconds"); listBefore <= 0 || listAfter-listBefore < 0.9 || listAfter > after {
+		t.Errorf("pleg_relist_list_in_flight_seconds %.2fs → %.2fs over ~1s of hang (last seen %.2fs): want it to grow with the hang, not past last seen", listBefore, listAfter, after)
+	}
 	if worst > 100*time.Millisecond {
 		t.Errorf("slowest scrape during the hang took %s", worst)
 	}
@@ -112,6 +118,9 @@ func TestHungRuntimeScrapesStayFast(t *testing.T) {
 	}
 	if got := gauge(t, reg, "pleg_last_seen_seconds"); got > 1 {
 		t.Errorf("no recovery after unblock: last seen %.2fs", got)
+	}
+	if got := gauge(t, reg, "pleg_relist_list_in_flight_seconds"); got > 1 {
+		t.Errorf("after unblock: pleg_relist_list_in_flight_seconds %.2fs, want the list calls answered", got)
 	}
 }
 

@@ -27,6 +27,22 @@
     plegStallCriticalSeconds: 90,
     plegStallFor: '15s',
 
+    // A runtime that stops answering: the relist's list calls in flight
+    // longer than this. A kubelet whose runtime hangs so marks its node
+    // NotReady ("container runtime is down") before the PLEG threshold: its
+    // node status update waits in the runtime's Version call for its
+    // --runtime-request-timeout (2m by default; measured in a cluster:
+    // Ready=False 121s after containerd stopped). The exporter's list
+    // starts within its 10s interval, passes 15s, and with 15s scrape and
+    // evaluation the page reaches Alertmanager 20-60s after the runtime
+    // stopped. The kubelet's own lists take under a second even at 100k
+    // containers. Held through the gap between one hung list's deadline
+    // and the next, so one hang is one page.
+    plegRuntimeHungSeconds: 15,
+    plegRuntimeHungFor: '0s',
+    plegRuntimeHungKeepFiringFor: '2m',
+    kubeletRuntimeRequestTimeoutSeconds: 120,
+
     // Slow relists: the two list calls alone (the kubelet adds per-pod
     // status calls on top).
     plegRelistSlowWarningSeconds: 10,

@@ -89,6 +89,7 @@ type Relister struct {
 	counted     *kubecontainer.Snapshot // latest relist with exact counts
 	lastSeen    time.Time               // start of the latest relist the kubelet would have accepted
 	streamSeen  time.Time               // the same for a kubelet that streams lists
+	listing     time.Time               // start of the relist's list calls under way; zero between them
 	info        kubecontainer.Info
 	infoKnown   bool
 	relists     uint64
@@ -206,7 +207,9 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 	// Each call of the relist carries its own deadline (--relist.timeout),
 	// like each CRI call of the kubelet's.
 	restore := r.memory.during()
+	r.setListing(r.now())
 	snap := r.rt.Relist(ctx)
+	r.setListing(time.Time{})
 	restore()
 	if ctx.Err() != nil {
 		// Shutting down: a relist cut short by us says nothing about the
@@ -235,6 +238,15 @@ func (r *Relister) RelistOnce(ctx context.Context) {
 	if in, ok := r.rt.(kubecontainer.PodInspector); ok && r.cfg.Status && (snap.Err == nil || snap.StreamAccepted) {
 		r.inspectPods(ctx, in, snap, pods)
 	}
+}
+
+// setListing records when the list calls under way began (zero: none) and
+// tells the observer, so a scrape sees a hung list from its first second.
+func (r *Relister) setListing(at time.Time) {
+	r.mu.Lock()
+	r.listing = at
+	r.mu.Unlock()
+	r.obs.Observe(r.State())
 }
 
 func biggest(s *kubecontainer.Snapshot) int64 {
@@ -312,10 +324,13 @@ type State struct {
 	LastSeen time.Time
 	// StreamLastSeen is LastSeen for a kubelet that streams lists.
 	StreamLastSeen time.Time
-	Info           kubecontainer.Info
-	InfoKnown      bool
-	Relists        uint64
-	Errors         map[string]uint64
+	// ListingSince is when the list calls under way began; zero between
+	// them.
+	ListingSince time.Time
+	Info         kubecontainer.Info
+	InfoKnown    bool
+	Relists      uint64
+	Errors       map[string]uint64
 	// Status is what the status passes did.
 	Status StatusState
 }
@@ -329,7 +344,7 @@ func (r *Relister) State() State {
 		errs[k] = v
 	}
 	return State{
-		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, StreamLastSeen: r.streamSeen,
+		Last: r.last, Counted: r.counted, LastSeen: r.lastSeen, StreamLastSeen: r.streamSeen, ListingSince: r.listing,
 		Info: r.info, InfoKnown: r.infoKnown, Relists: r.relists, Errors: errs,
 		Status: r.copyStatus(),
 	}

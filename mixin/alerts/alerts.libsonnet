@@ -252,6 +252,19 @@
             },
           },
           {
+            alert: 'PLEGRuntimeHung',
+            expr: |||
+              pleg_relist_list_in_flight_seconds{%(plegExporterSelector)s} > %(plegRuntimeHungSeconds)d
+            ||| % c,
+            'for': c.plegRuntimeHungFor,
+            keep_firing_for: c.plegRuntimeHungKeepFiringFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'The container runtime has stopped answering list calls; the kubelet marks the node NotReady when its own calls reach their deadline.',
+              description: 'The relist on {{ $labels.%(nodeLabel)s }} has waited {{ $value | humanizeDuration }} for the container runtime to answer a list call. The kubelet waits as long in its node status update and turns the node NotReady ("container runtime is down") at its %(kubeletRuntimeRequestTimeoutSeconds)ds --runtime-request-timeout, before the PLEG threshold. Check the runtime now (crictl version, its stack dump).' % c,
+            },
+          },
+          {
             alert: 'PLEGRuntimeDown',
             expr: |||
               pleg_runtime_up{%(plegExporterSelector)s} == 0

@@ -115,11 +115,12 @@
         ),
         g.timeseries(
           'Last seen vs threshold',
-          'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval. It includes the status pass: one status call that hangs makes it climb to about 2 minutes at every relist (see Status pass).',
+          'Age of the last accepted relist, ours and the kubelet own (time() - kubelet_pleg_last_seen_seconds), against the threshold. A healthy node shows a sawtooth below the relist interval. It includes the status pass: one status call that hangs makes it climb to about 2 minutes at every relist (see Status pass). The list call in flight climbs from the first second of a runtime that stopped answering: the kubelet turns the node NotReady (container runtime is down) when its own calls reach their 2m deadline, before the threshold.',
           [
             g.target('max(instance:pleg_last_seen_seconds:kubelet_view{%s})' % sel, 'shadow relist'),
             g.target('max(time() - kubelet_pleg_last_seen_seconds{%s} and kubelet_pleg_last_seen_seconds{%s} > 0)' % [ksel, ksel], 'kubelet', refId='B'),
             g.target('max(pleg_relist_threshold_seconds{%s})' % sel, 'threshold', refId='C'),
+            g.target('max(pleg_relist_list_in_flight_seconds{%s})' % sel, 'list call in flight', refId='D'),
           ],
           's',
           thresholdSteps=[[c.plegStallWarningSeconds, 'orange'], [c.plegStallCriticalSeconds, 'red']],
