@@ -379,3 +379,19 @@ func TestInventoryAndRelistShareTheLister(t *testing.T) {
 		}
 	}
 }
+
+// One sandbox whose containers of one state alone pass the runtime's send
+// limit cannot be split by any CRI filter: the inventory (gc's) fails
+// naming that sandbox and how to remove it, not only the size.
+func TestInventoryNamesTheSandboxTooLargeAlone(t *testing.T) {
+	spec := fakecri.Spec{Ready: 1, Created: 40, PaddingBytes: 64 << 10}
+	_, c, sbs, _ := start(t, fakecri.Options{MaxSendBytes: 1 << 20}, spec)
+	_, err := c.Inventory(context.Background())
+	id := sbs[0].GetId()
+	if err == nil || !strings.Contains(err.Error(), "ResourceExhausted") {
+		t.Fatalf("err = %v, want the sandbox's list too large", err)
+	}
+	if !strings.Contains(err.Error(), "pod sandbox "+id+" alone") || !strings.Contains(err.Error(), "crictl rmp "+id) {
+		t.Errorf("err = %q, want it to name sandbox %s and how to remove it", err, id)
+	}
+}

@@ -312,6 +312,12 @@ func (c *Client) listContainersAnyway(ctx context.Context, sandboxIDs []string, 
 			for _, id := range sandboxIDs {
 				f := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: state}, PodSandboxId: id}
 				if err = c.invoke(ctx, listContainers, f, s); err != nil {
+					if tooLarge(err) {
+						// No CRI filter splits one sandbox's containers of one
+						// state further; say which sandbox it is.
+						err = fmt.Errorf("%w; pod sandbox %s alone holds more than the runtime sends at once (if its pod is gone, crictl stopp %s && crictl rmp %s removes it with its containers)",
+							err, id, id, id)
+					}
 					break
 				}
 			}
