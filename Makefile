@@ -44,6 +44,9 @@ OPERATOR  := .tools/prometheus-operator-$(OPERATOR_VERSION)
 PROMETHEUS_VERSION := v3.16.0
 PROMETHEUS_MODULE_VERSION := v0.316.0
 PROMETHEUS_SERVER := .tools/prometheus-$(PROMETHEUS_VERSION)/prometheus
+# kube-state-metrics for the cluster tests (kube_node_status_condition, which the kubernetes-mixin's KubeNodeNotReady reads).
+KSM_VERSION := v2.20.0
+KUBE_STATE_METRICS := .tools/kube-state-metrics-$(KSM_VERSION)/kube-state-metrics
 # containerd 2.x beside Debian's 1.6: github.com/containerd/containerd/v2 from
 # the module proxy, static, with its own runc shim (about 1.5 minutes on 2
 # cores), cached by version. testenv.Containerd2Version names the same one.
@@ -110,7 +113,7 @@ license-check:
 test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBERNETES=$(CURDIR)/$(KUBERNETES) \
 		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) \
-		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) \
+		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) KUBE_STATE_METRICS=$(CURDIR)/$(KUBE_STATE_METRICS) \
 		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(abspath $(HELM)) bash scripts/test.sh
 
 # The builds only the later tests need start first, in the background at
@@ -124,18 +127,20 @@ test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/contai
 K8S_BUILDS = GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS) && \
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(CONTROL_PLANE_CMDS) && \
 	GO=$(GO) NAME=etcd bash scripts/build-module.sh go.etcd.io/etcd/server/v3 $(ETCD_VERSION) $(dir $(ETCD)) . && \
-	$(OPERATOR_BUILD) && $(PROMETHEUS_BUILD)
+	$(OPERATOR_BUILD) && $(PROMETHEUS_BUILD) && $(KSM_BUILD)
 OPERATOR_BUILD = GO=$(GO) COPY=example/prometheus-operator-crd bash scripts/build-module.sh \
 	github.com/prometheus-operator/prometheus-operator $(OPERATOR_VERSION) $(OPERATOR) ./cmd/operator ./cmd/prometheus-config-reloader
 PROMETHEUS_BUILD = { [ -x $(PROMETHEUS_SERVER) ] || GOBIN=$(abspath $(dir $(PROMETHEUS_SERVER))) CGO_ENABLED=0 $(GO) install -trimpath \
 	-ldflags "-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION:v%=%)" \
 	github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_MODULE_VERSION); }
+KSM_BUILD = { [ -x $(KUBE_STATE_METRICS) ] || GOBIN=$(abspath $(dir $(KUBE_STATE_METRICS))) CGO_ENABLED=0 $(GO) install -trimpath \
+	-ldflags "-s -w" k8s.io/kube-state-metrics/v2@$(KSM_VERSION); }
 .PHONY: kubernetes-background helm-background
 kubernetes-background:
-	@if ! { $(foreach c,$(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS),[ -x $(KUBERNETES)/$(c) ] &&) [ -x $(ETCD) ] && [ -x $(OPERATOR)/prometheus-config-reloader ] && [ -x $(PROMETHEUS_SERVER) ]; } && \
+	@if ! { $(foreach c,$(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS),[ -x $(KUBERNETES)/$(c) ] &&) [ -x $(ETCD) ] && [ -x $(OPERATOR)/prometheus-config-reloader ] && [ -x $(PROMETHEUS_SERVER) ] && [ -x $(KUBE_STATE_METRICS) ]; } && \
 		! { [ -f $(KUBERNETES).pid ] && kill -0 $$(cat $(KUBERNETES).pid) 2>/dev/null; }; then \
 		mkdir -p .tools; \
-		echo "make test: building $(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS) $(KUBELET_VERSION), etcd $(ETCD_VERSION) the Prometheus Operator $(OPERATOR_VERSION) and Prometheus $(PROMETHEUS_VERSION) in the background (log: $(KUBERNETES).log)"; \
+		echo "make test: building $(KUBERNETES_CMDS) $(CONTROL_PLANE_CMDS) $(KUBELET_VERSION), etcd $(ETCD_VERSION) the Prometheus Operator $(OPERATOR_VERSION), Prometheus $(PROMETHEUS_VERSION) and kube-state-metrics $(KSM_VERSION) in the background (log: $(KUBERNETES).log)"; \
 		setsid nice -n 19 bash -c '$(K8S_BUILDS)' > $(KUBERNETES).log 2>&1 < /dev/null & \
 		echo $$! > $(KUBERNETES).pid; \
 	fi
@@ -220,12 +225,14 @@ $(KUBELET) $(KUBECTL):
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(KUBERNETES_CMDS)
 
 .PHONY: control-plane
-## control-plane: the kube-apiserver, kube-controller-manager, kube-scheduler, etcd, Prometheus Operator and Prometheus the cluster tests run.
+## control-plane: the kube-apiserver, kube-controller-manager, kube-scheduler, etcd, Prometheus Operator, Prometheus and
+## kube-state-metrics the cluster tests run.
 control-plane: $(KUBELET)
 	GO=$(GO) bash scripts/build-kubernetes.sh $(KUBELET_VERSION) $(KUBERNETES) $(CONTROL_PLANE_CMDS)
 	GO=$(GO) NAME=etcd bash scripts/build-module.sh go.etcd.io/etcd/server/v3 $(ETCD_VERSION) $(dir $(ETCD)) .
 	$(OPERATOR_BUILD)
 	$(PROMETHEUS_BUILD)
+	$(KSM_BUILD)
 
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)
@@ -244,11 +251,13 @@ record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
 		KUBELET=$(CURDIR)/$(KUBELET) CONTAINERD2=$(CURDIR)/$(CONTAINERD2) \
 		$(GO) test -count=1 -v -timeout 40m -run TestKubeletStreaming ./internal/e2e
 
-## plot-overflow: the end-to-end test under the real kubelet, recording the overflow's timeline, drawn as
-## docs/overflow.png (the README's picture; root, about 12 minutes).
-plot-overflow: deps $(KUBELET) $(CRICTL)
-	CI=1 PLEG_TIMELINE=$(CURDIR)/docs/overflow-timeline.json KUBELET=$(CURDIR)/$(KUBELET) CRICTL=$(CURDIR)/$(CRICTL) \
-		$(GO) test -count=1 -v -timeout 40m -run 'TestEndToEnd$$' ./internal/e2e
+## plot-overflow: the cluster test (a real control plane, kubelet, Helm, the Prometheus Operator), recording the
+## overflow's timeline, drawn as docs/overflow.png (the README's picture; root, about 12 minutes).
+plot-overflow: deps control-plane $(HELM)
+	CI=1 PLEG_TIMELINE=$(CURDIR)/docs/overflow-timeline.json KUBERNETES=$(CURDIR)/$(KUBERNETES) KUBELET=$(CURDIR)/$(KUBELET) \
+		KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) \
+		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) KUBE_STATE_METRICS=$(CURDIR)/$(KUBE_STATE_METRICS) HELM=$(abspath $(HELM)) \
+		$(GO) test -count=1 -v -timeout 40m -run 'TestCluster$$' ./internal/cluster
 	$(GO) run ./internal/cmd/timeline docs/overflow-timeline.json docs/overflow.png
 
 ## bench: benchmarks at 1k/10k/100k containers; writes docs/benchmarks.md and docs/benchmarks.png.

@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
-export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER CONTAINERD2 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${KUBE_STATE_METRICS:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
+export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER KUBE_STATE_METRICS CONTAINERD2 HELM
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the
@@ -128,5 +128,6 @@ gotest -run 'ControlPlane' "$module/internal/testenv" || rc=1
 wait_build "$HELM" || echo "make test: Helm did not build (log: $HELM.log)"
 wait_build "$PROMETHEUS_OPERATOR/prometheus-config-reloader" "$KUBERNETES" || echo "make test: the Prometheus Operator did not build (log: $KUBERNETES.log)"
 wait_build "$PROMETHEUS_SERVER" "$KUBERNETES" || echo "make test: Prometheus did not build (log: $KUBERNETES.log)"
+wait_build "$KUBE_STATE_METRICS" "$KUBERNETES" || echo "make test: kube-state-metrics did not build (log: $KUBERNETES.log)"
 gotest "${cluster_pkgs[@]}" || rc=1
 finish

@@ -14,26 +14,28 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// pager is the webhook Alertmanager pages: when each alert first arrived
-// firing, with its labels.
+// pager is the webhook Alertmanager pages: every notification, firing or
+// resolved, with when it arrived.
 type pager struct {
-	mu    sync.Mutex
-	first map[string]page // by alertname
+	mu     sync.Mutex
+	events []page
 }
 
 type page struct {
 	at     time.Time
+	status string // firing or resolved
 	labels map[string]string
 }
 
@@ -45,7 +47,7 @@ func startPager(t *testing.T, c *Cluster) (*pager, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pager{first: map[string]page{}}
+	p := &pager{}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
@@ -66,48 +68,76 @@ func (p *pager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, a := range body.Alerts {
-		name := a.Labels["alertname"]
-		if _, seen := p.first[name]; !seen && a.Status == "firing" {
-			p.first[name] = page{at: time.Now(), labels: a.Labels}
-		}
+		p.events = append(p.events, page{at: time.Now(), status: a.Status, labels: a.Labels})
 	}
 }
 
-// firstPage is when the alert first arrived firing, if it did.
-func (p *pager) firstPage(alertname string) (page, bool) {
+// firstPage is when an alert whose name starts with prefix first arrived
+// firing at or after from, if one did.
+func (p *pager) firstPage(prefix string, from time.Time) (page, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pg, ok := p.first[alertname]
-	return pg, ok
+	for _, e := range p.events {
+		if e.status == "firing" && !e.at.Before(from) && strings.HasPrefix(e.labels["alertname"], prefix) {
+			return e, true
+		}
+	}
+	return page{}, false
 }
 
-// series is one element of an instant query's vector.
-type series struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
+// firstExporterPage is the first PLEG alert at or after from that reads
+// the exporter's series (every PLEGKubelet alert reads the kubelet's).
+func (p *pager) firstExporterPage(from time.Time) (page, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.events {
+		name := e.labels["alertname"]
+		if e.status == "firing" && !e.at.Before(from) && strings.HasPrefix(name, "PLEG") && !strings.HasPrefix(name, "PLEGKubelet") {
+			return e, true
+		}
+	}
+	return page{}, false
 }
 
-// query runs an instant query against Prometheus.
-func query(prom, q string) ([]series, error) {
-	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return nil, err
+// firsts is when each alert whose name starts with prefix first paged at or
+// after from.
+func (p *pager) firsts(prefix string, from time.Time) map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]time.Time{}
+	for _, e := range p.events {
+		name := e.labels["alertname"]
+		if _, seen := out[name]; !seen && e.status == "firing" && !e.at.Before(from) && strings.HasPrefix(name, prefix) {
+			out[name] = e.at
+		}
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []series `json:"result"`
-		} `json:"data"`
+	return out
+}
+
+// alertKey names one alert: its name, severity and node.
+func alertKey(l map[string]string) string {
+	return l["alertname"] + "/" + l["severity"] + "{node=" + l["node"] + "}"
+}
+
+// unresolved lists the alerts that paged at or after from and whose last
+// notification says firing.
+func (p *pager) unresolved(from time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := map[string]string{}
+	for _, e := range p.events {
+		if !e.at.Before(from) {
+			last[alertKey(e.labels)] = e.status
+		}
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
+	var out []string
+	for k, s := range last {
+		if s == "firing" {
+			out = append(out, k)
+		}
 	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("query %q: %s", q, body.Error)
-	}
-	return body.Data.Result, nil
+	sort.Strings(out)
+	return out
 }
 
 // ruleNames are the alerting and recording rules Prometheus loaded.
@@ -146,11 +176,11 @@ func scraped(t *testing.T, m *Monitoring, pod string) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(2 * time.Second) {
-		rs, err := query(m.PrometheusURL, `pleg_runtime_up`)
+		rs, err := m.API().Query(context.Background(), `pleg_runtime_up`)
 		rules, rerr := ruleNames(m.PrometheusURL)
 		if err == nil && rerr == nil && len(rs) == 1 && rules["PLEGPayloadOverLimit"] {
 			l := rs[0].Metric
-			ks, _ := query(m.PrometheusURL, `kubelet_pleg_last_seen_seconds`)
+			ks, _ := m.API().Query(context.Background(), `kubelet_pleg_last_seen_seconds`)
 			if l["node"] == Node && l["namespace"] == namespace && l["pod"] == pod && len(ks) == 1 {
 				t.Logf("the operator's Prometheus scrapes the pod through the chart's PodMonitor: %v; %d rules loaded from the chart's PrometheusRule", l, len(rules))
 				t.Logf("and the kubelet through the stack's ServiceMonitor: %v", ks[0].Metric)
@@ -166,21 +196,74 @@ func scraped(t *testing.T, m *Monitoring, pod string) {
 	}
 }
 
-// since lists every alert that paged at or after from, in the order they
-// first arrived, as name@T0+seconds.
+// since lists every alert that first paged at or after from, in the order
+// they arrived, as name/severity@T0+seconds.
 func (p *pager) since(from, t0 time.Time) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var pages []page
-	for _, pg := range p.first {
-		if !pg.at.Before(from) {
-			pages = append(pages, pg)
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range p.events {
+		if k := alertKey(e.labels); e.status == "firing" && !e.at.Before(from) && !seen[k] {
+			seen[k] = true
+			out = append(out, fmt.Sprintf("%s/%s@T0%+.1fs", e.labels["alertname"], e.labels["severity"], e.at.Sub(t0).Seconds()))
 		}
 	}
-	sort.Slice(pages, func(i, j int) bool { return pages[i].at.Before(pages[j].at) })
-	out := make([]string, 0, len(pages))
-	for _, pg := range pages {
-		out = append(out, fmt.Sprintf("%s/%s@T0%+.1fs", pg.labels["alertname"], pg.labels["severity"], pg.at.Sub(t0).Seconds()))
-	}
 	return out
+}
+
+// promAlert is an alert as Prometheus' /api/v1/alerts shows it.
+type promAlert struct {
+	Labels   map[string]string `json:"labels"`
+	State    string            `json:"state"`
+	ActiveAt time.Time         `json:"activeAt"`
+}
+
+func activeAlerts(ctx context.Context, prom string) ([]promAlert, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prom+"/api/v1/alerts", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	return body.Data.Alerts, nil
+}
+
+// kubeNodeNotReadyFor is the kubernetes-mixin's for: on KubeNodeNotReady.
+const kubeNodeNotReadyFor = 15 * time.Minute
+
+// anchor waits for the kubernetes-mixin's KubeNodeNotReady to go pending
+// for the node and reports when it would page (its activeAt plus its 15m
+// for:) against T1 and against the product's first page.
+func anchor(t *testing.T, ctx context.Context, c *Cluster, tl timeline, first page) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+		as, err := activeAlerts(ctx, c.monitoring.PrometheusURL)
+		for _, a := range as {
+			if a.Labels["alertname"] == "KubeNodeNotReady" && a.Labels["node"] == Node {
+				fires := a.ActiveAt.Add(kubeNodeNotReadyFor)
+				t.Logf("KubeNodeNotReady (kubernetes-mixin, for: 15m) %s since %s: it pages at %s, %v after T1 and %v after the product's first page (%s)",
+					a.State, tl.at(a.ActiveAt), tl.at(fires), fires.Sub(tl.t1()).Round(time.Second), fires.Sub(first.at).Round(time.Second), first.labels["alertname"])
+				if a.ActiveAt.Before(tl.t1().Add(-time.Second)) {
+					t.Errorf("KubeNodeNotReady active since %s, before the Node turned NotReady (T1 %s)", tl.at(a.ActiveAt), tl.at(tl.t1()))
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("KubeNodeNotReady not pending 90s after the Node turned NotReady (%d alerts, %v)", len(as), err)
+			return
+		}
+	}
 }

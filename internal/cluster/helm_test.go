@@ -108,9 +108,11 @@ func helmValues(c *Cluster, extra ...string) []string {
 //     its address with the runtime's counts and passes the kubelet's probes,
 //     across a containerd restart, in the same container;
 //   - helm upgrade with a changed value rolls the pod;
-//   - the overflow past 16 MiB turns the Node NotReady, after the pod has
-//     reported it (TestCluster's overflow, notready_test.go), and the
-//     runbook's kubectl exec … pleg_exporter gc heals it;
+//   - the freeze (containerd stopped) and the overflow past 16 MiB turn the
+//     Node NotReady, the first page reaching the webhook 90 s and 120 s
+//     before the API server records it (notready_test.go); SIGCONT, and the
+//     runbook's kubectl exec … pleg_exporter gc, make it Ready again and
+//     every alert resolves;
 //   - helm uninstall leaves nothing behind.
 //
 // One cluster and one release for all of it: each step starts where the
@@ -152,9 +154,17 @@ func TestCluster(t *testing.T) {
 		t.Errorf("the rolled pod's args %q lack the upgrade's value", args)
 	}
 
-	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second, pages) }) {
+	// The freeze first; the overflow, healed by gc, ends with every alert
+	// of both resolved.
+	faults := time.Now()
+	if !t.Run("freeze", func(t *testing.T) { frozen(t, ctx, c, second, pages) }) {
 		return
 	}
+	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second, pages, faults) }) {
+		return
+	}
+	// After both faults every panel has something to show.
+	t.Run("dashboards", func(t *testing.T) { dashboards(t, ctx, c) })
 
 	t2 := time.Now()
 	if _, err := c.Helm(ctx, "uninstall", release, "--namespace", namespace, "--wait"); err != nil {

@@ -16,6 +16,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/measure"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -67,7 +69,11 @@ type Monitoring struct {
 	// PrometheusURL is the operator's Prometheus.
 	PrometheusURL string
 	operator      *testenv.Daemon
+	stateMetrics  *testenv.Daemon
 }
+
+// API is the Prometheus' HTTP API.
+func (m *Monitoring) API() stack.API { return stack.API(m.PrometheusURL) }
 
 // MonitoringOptions configure the monitoring.
 type MonitoringOptions struct {
@@ -101,16 +107,16 @@ func findOperator() (operatorBinaries, error) {
 // namespace, Alertmanager found through its Service. It returns once
 // Prometheus is ready.
 func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (m *Monitoring, err error) {
-	bins, err := findOperator()
-	if err != nil {
-		return nil, err
-	}
 	for _, addr := range []string{PrometheusAddr, reloaderAddr} {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the operator's Prometheus needs %s on the host network: %v", testenv.ErrUnavailable, addr, err)
 		}
 		l.Close()
+	}
+	bins, err := findOperator()
+	if err != nil {
+		return nil, err
 	}
 	if err := c.monitoringImages(bins); err != nil {
 		return nil, err
@@ -135,10 +141,20 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (m *
 	}); err != nil {
 		return nil, err
 	}
+	var port int
+	if m.stateMetrics, port, err = c.startKubeStateMetrics(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.apply(ctx, kubeStateMetricsObjects, map[string]any{
+		"Namespace": monitoringNamespace, "NodeIP": c.Kubelet.NodeIP, "Port": port, "Labels": StackLabels,
+	}); err != nil {
+		return nil, err
+	}
 	if err := m.waitReady(ctx, c, 3*time.Minute); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(c.log, "Prometheus Operator %s: Prometheus %s and Alertmanager %s ready in %v\n", OperatorVersion, PrometheusVersion, AlertmanagerVersion, since(t0))
+	fmt.Fprintf(c.log, "Prometheus Operator %s: Prometheus %s, Alertmanager %s and kube-state-metrics %s ready in %v\n",
+		OperatorVersion, PrometheusVersion, AlertmanagerVersion, KubeStateMetricsVersion, since(t0))
 	return m, nil
 }
 
@@ -263,10 +279,16 @@ func (m *Monitoring) waitReady(ctx context.Context, c *Cluster, timeout time.Dur
 // stop stops the operator (its Prometheus and Alertmanager go with the
 // kubelet's pods).
 func (m *Monitoring) stop() error {
-	if m == nil || m.operator == nil {
+	if m == nil {
 		return nil
 	}
-	return m.operator.Stop()
+	var errs []error
+	for _, d := range []*testenv.Daemon{m.stateMetrics, m.operator} {
+		if d != nil {
+			errs = append(errs, d.Stop())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // monitoringObjects is what kube-prometheus-stack makes for its Prometheus

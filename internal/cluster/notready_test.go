@@ -17,15 +17,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/pleg-exporter/pleg_exporter/gc"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 	"github.com/pleg-exporter/pleg_exporter/runtime/kubecontainer"
 )
@@ -33,24 +36,33 @@ import (
 // The kubelet's log lines.
 const (
 	logRelistFailed = "GenericPLEG: Unable to retrieve pods"
+	logGCFailed     = "Container garbage collection failed"
 	logNotHealthy   = "PLEG is not healthy"
+	// The Node's Ready message when the runtime's status check has had no
+	// answer for 30 s (runtimeState.runtimeErrors).
+	logRuntimeDown = "container runtime is down"
 )
 
 // overflow is the overflow in the cluster, timed where the SRE sees it:
 // ListContainers past 16 MiB; the exporter's pod reports the answer over
-// the limit; the kubelet's "PLEG is not healthy"; the API server's Node
-// Ready=False with that message and the not-ready taint, while the
-// exporter's pod (it tolerates every taint) stays Running and Ready. Then
-// the runbook's own `kubectl exec … pleg_exporter gc` heals the node and it
-// turns Ready.
-func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages *pager) {
-	url := podURL(pod)
+// the limit, and counts exactly, while the kubelet's counts and last-seen
+// stay where its last relist left them and its relist-duration histogram
+// looks healthy; the kubelet's failed container GC and "PLEG is not
+// healthy"; the API server's Node Ready=False with that message and the
+// not-ready taint, while the exporter's pod (it tolerates every taint)
+// stays Running and Ready. Then the runbook's own `kubectl exec …
+// pleg_exporter gc` heals the node and it turns Ready, the pods' own
+// containers as the kubelet's GC would have left them.
+//
+// Every alert that paged since resolvedFrom must have resolved at the end.
+func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages *pager, resolvedFrom time.Time) {
 	cc, err := c.Containerd.Dial(256 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	pc := &testenv.PodClient{RS: runtimeapi.NewRuntimeServiceClient(cc), LogDir: filepath.Join(c.Dir, "pod-logs")}
+	rs := runtimeapi.NewRuntimeServiceClient(cc)
+	pc := &testenv.PodClient{RS: rs, LogDir: filepath.Join(c.Dir, "pod-logs")}
 	start := time.Now()
 	ids, pods, err := testenv.Flood(ctx, pc, kubecontainer.GRPCLimitBytes)
 	if err != nil {
@@ -61,60 +73,267 @@ func overflow(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pag
 	if !ok {
 		t.Fatalf("the kubelet logged no failed relist within 1m of the flood:\n%s", c.Kubelet.LogTail(30))
 	}
-	tl := watchNotReady(t, ctx, c, pod, url, failed.At)
-	if pg, ok := pages.firstPage("PLEGPayloadOverLimit"); ok {
-		tl.paged, tl.pageLabels = pg.at, pg.labels
+	k1, err := c.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("overflow timeline (T0 = the kubelet's first failed relist %s): %s", failed.At.Format("15:04:05.000"), tl)
+	ex := &exactness{url: podURL(pod), rs: rs, deadline: failed.At.Add(3 * relistInterval)}
+	tl := watchNotReady(t, ctx, c, pod, failed.At, logNotHealthy, func(now time.Time) { ex.tick(ctx, now) })
+	ex.report(t, k1)
+	seen := kubeletFrozen(t, c, k1, failed.At)
+	pg, paged := pages.firstPage("PLEGPayloadOverLimit", start)
+	gcFailed, _ := c.Kubelet.FindLog(start, logGCFailed)
+	t.Logf("overflow timeline (T0 = the kubelet's first failed relist %s): the exporter's pod: ListContainers %.0f bytes over the limit %s; "+
+		"PLEGPayloadOverLimit at the webhook %s; the kubelet's %q %s; %s",
+		failed.At.Format("15:04:05.000"), ex.payload, tl.at(ex.over), tl.at(pg.at), logGCFailed, tl.at(gcFailed.At), tl)
 	t.Logf("overflow: every page until NotReady: %v", pages.since(start, failed.At))
-	if lead := tl.notReady.Sub(tl.over); lead < 120*time.Second {
+	if gcFailed.At.IsZero() {
+		t.Errorf("the kubelet logged no %q", logGCFailed)
+	}
+	if lead := tl.t1().Sub(ex.over); ex.over.IsZero() || lead < 120*time.Second {
 		t.Errorf("the exporter's pod reported the answer over the limit %v before the Node turned NotReady, want at least 2m", lead.Round(100*time.Millisecond))
 	}
-	if lead := tl.notReady.Sub(tl.paged); tl.paged.IsZero() || lead < 120*time.Second {
-		t.Errorf("PLEGPayloadOverLimit paged %v before the Node turned NotReady (at %v), want at least 2m", lead.Round(100*time.Millisecond), tl.paged)
-	} else if tl.pageLabels["node"] != Node || tl.pageLabels["cluster"] != "pleg-test" {
-		t.Errorf("the page's labels %v lack node=%s or the Prometheus' external label cluster=pleg-test", tl.pageLabels, Node)
+	tl.checkPage(t, "PLEGPayloadOverLimit", pg, paged, 120*time.Second)
+	// (A hung relist of the freeze before may still page PLEGRelistSlow as
+	// it ends: the overflow's page is PLEGPayloadOverLimit.)
+	anchor(t, ctx, c, tl, pg)
+	heal(t, ctx, c, pod, rs, seen)
+	resolved(t, ctx, c, pages, resolvedFrom)
+	if path := os.Getenv("PLEG_TIMELINE"); path != "" {
+		writeTimeline(t, ctx, c, pages, path, start, failed.At, tl.notHealthy)
 	}
-	heal(t, ctx, c, pod)
 }
 
-// timeline is the overflow as the test saw it, each time the first.
+// relistInterval is the exporter's default --relist.interval, the chart's.
+const relistInterval = 10 * time.Second
+
+// exactness follows the exporter's pod through the overflow: when it first
+// reports the answer over the limit, and whether its counts and payload
+// bytes become the runtime's own (testenv.ExporterDiff) by the deadline.
+type exactness struct {
+	url      string
+	rs       runtimeapi.RuntimeServiceClient
+	deadline time.Time
+	over     time.Time
+	payload  float64
+	exact    *testenv.View
+	diff     []string
+}
+
+func (e *exactness) tick(ctx context.Context, now time.Time) {
+	if e.exact != nil && !e.over.IsZero() || now.After(e.deadline.Add(time.Minute)) {
+		return
+	}
+	ms, err := testenv.ScrapeMetrics(e.url)
+	if err != nil {
+		e.diff = []string{err.Error()}
+		return
+	}
+	if v, _ := testenv.Gauge(ms, "pleg_relist_payload_bytes", map[string]string{"rpc": "ListContainers"}); v > kubecontainer.GRPCLimitBytes && e.over.IsZero() {
+		e.over, e.payload = now, v
+	}
+	if e.exact != nil || now.After(e.deadline) {
+		return
+	}
+	v, err := testenv.RuntimeView(ctx, e.rs)
+	if err != nil {
+		e.diff = []string{err.Error()}
+		return
+	}
+	if e.diff = testenv.ExporterDiff(ms, v); len(e.diff) == 0 {
+		e.exact = &v
+	}
+}
+
+// report wants the exporter exact past the limit, where the kubelet, whose
+// metrics k1 holds from its first failed relist, counts fewer.
+func (e *exactness) report(t *testing.T, k1 map[string]*dto.MetricFamily) {
+	t.Helper()
+	if e.exact == nil {
+		t.Errorf("the exporter's pod did not count as the runtime lists within %v of the first failed relist:\n%s", 3*relistInterval, strings.Join(e.diff, "\n"))
+		return
+	}
+	frozen := testenv.Sum(testenv.ByLabel(k1, "kubelet_running_containers", "container_state"))
+	t.Logf("overflow: the exporter's pod counts %d containers and %d bytes, the runtime's answer; the kubelet's kubelet_running_containers stays at %v",
+		e.exact.Total, int(e.exact.ContainerBytes), frozen)
+	if frozen >= float64(e.exact.Total) {
+		t.Errorf("kubelet_running_containers sums to %v with %d containers in the runtime: it should be stuck below", frozen, e.exact.Total)
+	}
+}
+
+// kubeletFrozen checks the kubelet's own signals while every relist fails
+// (k1 from its first failure at t0): counts that do not move, a last-seen
+// from before t0, a relist-duration histogram that looks healthy. It
+// returns that last-seen.
+func kubeletFrozen(t *testing.T, c *Cluster, k1 map[string]*dto.MetricFamily, t0 time.Time) float64 {
+	t.Helper()
+	k2, err := c.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := func(ms map[string]*dto.MetricFamily) float64 {
+		return testenv.Sum(testenv.ByLabel(ms, "kubelet_running_containers", "container_state"))
+	}
+	if a, b := running(k1), running(k2); a != b {
+		t.Errorf("kubelet_running_containers moved from %v to %v while every relist failed", a, b)
+	}
+	// The gauge is set when the kubelet's health check runs, not by the
+	// relist, so it may still catch up with the last good relist after the
+	// first failure; it must never pass the first failure.
+	seen, _ := testenv.Gauge(k2, "kubelet_pleg_last_seen_seconds", nil)
+	if last := time.Unix(int64(seen), 0); !last.Before(t0.Truncate(time.Second).Add(time.Second)) {
+		t.Errorf("kubelet_pleg_last_seen_seconds says %s, after the first failed relist at %s", last.Format("15:04:05"), t0.Format("15:04:05.000"))
+	}
+	c1, s1, b1 := testenv.Histogram(k1, "kubelet_pleg_relist_duration_seconds", 1)
+	c2, s2, b2 := testenv.Histogram(k2, "kubelet_pleg_relist_duration_seconds", 1)
+	n, mean := c2-c1, (s2-s1)/(c2-c1)
+	t.Logf("overflow: the kubelet relisted %v times between its first failure and NotReady, all failed; kubelet_pleg_relist_duration_seconds saw a mean of %.0f ms, %v of them under 1 s: the histogram looks healthy",
+		n, mean*1000, b2-b1)
+	if n < 60 || b2-b1 < 0.95*n || mean > 0.5 {
+		t.Errorf("kubelet_pleg_relist_duration_seconds: %v relists, %v under 1 s, mean %.3f s: want the failed relists fast (95%% under 1 s, mean under 0.5 s) and frequent", n, b2-b1, mean)
+	}
+	return seen
+}
+
+// frozen is the freeze in the cluster: containerd stopped with SIGSTOP (the
+// exporter's pod, in its own shim, runs on). A registered kubelet does not
+// wait for its PLEG threshold here: its node status update hangs in the
+// runtime's Version call until its 2m runtime request timeout and then
+// reports "container runtime is down" (no answer to its runtime status
+// check for over 30 s), so the API server records the Node NotReady about
+// 2 minutes after the freeze. PLEGRuntimeHung pages from the age of the
+// hung list call; with 15 s scrape and evaluation intervals, a 15 s
+// threshold and the exporter's list starting within its 10 s interval, it
+// reaches the webhook 20-60 s after the freeze: at least 60 s before
+// NotReady, not 90 s (the bar a 3-minute threshold would allow). Then
+// SIGCONT and the Node Ready again; its alerts resolve during the overflow.
+func frozen(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages *pager) {
+	k, err := c.Kubelet.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil)
+	t0 := time.Now()
+	if err := c.Containerd.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			c.Containerd.Thaw()
+		}
+	}()
+	tl := watchNotReady(t, ctx, c, pod, t0, logRuntimeDown, nil)
+	pg, paged := pages.firstPage("PLEG", t0)
+	t.Logf("freeze timeline (T0 = SIGSTOP %s; the kubelet's last relist T0%+.1fs): first page %s at the webhook %s; %s",
+		t0.Format("15:04:05.000"), time.Unix(int64(seen), 0).Sub(t0).Seconds(), pg.labels["alertname"], tl.at(pg.at), tl)
+	t.Logf("freeze: every page until NotReady: %v", pages.since(t0, t0))
+	tl.checkPage(t, "the first PLEG alert", pg, paged, 60*time.Second)
+	hung, hungPaged := pages.firstPage("PLEGRuntimeHung", t0)
+	tl.checkPage(t, "PLEGRuntimeHung", hung, hungPaged, 60*time.Second)
+	anchor(t, ctx, c, tl, pg)
+	if err := c.Containerd.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed = true
+	t1 := time.Now()
+	if err := c.WaitNodeCondition(ctx, corev1.NodeReady, corev1.ConditionTrue, 3*time.Minute); err != nil {
+		t.Fatalf("after SIGCONT: %v\n%s", err, c.Kubelet.LogTail(20))
+	}
+	t.Logf("freeze: the Node Ready again %v after SIGCONT", since(t1))
+	// The node lifecycle controller marked the node's pods not ready; the
+	// kubelet puts the exporter's back.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		var p corev1.Pod
+		if err := c.Get(ctx, &p, "pod", pod.Name, "--namespace", namespace); err == nil && podReady(p) {
+			t.Logf("freeze: the exporter's pod Ready again %v after SIGCONT", since(t1))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter's pod not Ready 1m after SIGCONT")
+		}
+	}
+	// Its alerts resolve while the overflow begins (PLEGRuntimeHung holds
+	// 2 minutes after the lists answer; nothing in the overflow fires it):
+	// the overflow's own check covers them.
+}
+
+// resolved waits until every alert that paged since from has been sent
+// resolved and Prometheus has no PLEG alert pending or firing.
+func resolved(t *testing.T, ctx context.Context, c *Cluster, pages *pager, from time.Time) {
+	t.Helper()
+	t0 := time.Now()
+	for deadline := t0.Add(5 * time.Minute); ; time.Sleep(time.Second) {
+		open := pages.unresolved(from)
+		active, err := c.monitoring.API().Query(ctx, `ALERTS{alertname=~"PLEG.*"}`)
+		if len(open) == 0 && err == nil && len(active) == 0 {
+			t.Logf("every alert resolved %v later, the webhook told of each", since(t0))
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			names := make([]string, 0, len(active))
+			for _, a := range active {
+				names = append(names, a.Metric["alertname"]+"/"+a.Metric["alertstate"])
+			}
+			t.Fatalf("5m on: the webhook has no resolved notification for %v; Prometheus has %v active (%v)", open, names, err)
+		}
+	}
+}
+
+// timeline is a fault as the kubelet and the API server showed it, each
+// time the first seen.
 type timeline struct {
-	t0, over, paged, notHealthy, notReady, tainted time.Time
-	payload                                        float64
-	cond                                           corev1.NodeCondition
-	pageLabels                                     map[string]string
+	t0, notHealthy, notReady, tainted time.Time
+	cond                              corev1.NodeCondition
+}
+
+// t1 is when the API server records the Node's Ready condition turning
+// False: its lastTransitionTime (whole seconds, so a lead time measured to
+// it is short by under a second, never long).
+func (tl timeline) t1() time.Time { return tl.cond.LastTransitionTime.Time }
+
+func (tl timeline) at(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return fmt.Sprintf("T0%+.1fs", t.Sub(tl.t0).Seconds())
 }
 
 func (tl timeline) String() string {
-	at := func(t time.Time) string {
-		if t.IsZero() {
-			return "never"
-		}
-		return fmt.Sprintf("T0%+.1fs", t.Sub(tl.t0).Seconds())
-	}
-	return fmt.Sprintf("the exporter's pod: ListContainers %.0f bytes over the limit %s; PLEGPayloadOverLimit at the webhook %s; kubelet %q %s; "+
-		"Node Ready=False %s (lastTransitionTime %s, reason %s: %q); taint %s %s; lead time from the page %v",
-		tl.payload, at(tl.over), at(tl.paged), logNotHealthy, at(tl.notHealthy), at(tl.notReady), tl.cond.LastTransitionTime.Format("15:04:05"),
-		tl.cond.Reason, tl.cond.Message, corev1.TaintNodeNotReady, at(tl.tainted), tl.notReady.Sub(tl.paged).Round(100*time.Millisecond))
+	return fmt.Sprintf("kubelet %q %s; Node Ready=False seen %s (T1: lastTransitionTime %s = %s, reason %s: %q); taint %s %s",
+		logNotHealthy, tl.at(tl.notHealthy), tl.at(tl.notReady), tl.t1().Format("15:04:05"), tl.at(tl.t1()),
+		tl.cond.Reason, tl.cond.Message, corev1.TaintNodeNotReady, tl.at(tl.tainted))
 }
 
-// watchNotReady polls the exporter's pod, the kubelet's log and the Node
-// every second until the Node is NotReady and tainted, checking that the
-// exporter's pod stays Ready throughout.
-func watchNotReady(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, url string, t0 time.Time) timeline {
+// checkPage wants the page at least lead before T1, from this node and
+// with the Prometheus' cluster label.
+func (tl timeline) checkPage(t *testing.T, what string, pg page, paged bool, lead time.Duration) {
+	t.Helper()
+	got := tl.t1().Sub(pg.at)
+	switch {
+	case !paged:
+		t.Errorf("%s never paged before the Node turned NotReady", what)
+	case got < lead:
+		t.Errorf("%s paged %v before T1, the Node's NotReady, want at least %v", what, got.Round(100*time.Millisecond), lead)
+	case pg.labels["node"] != Node || pg.labels["cluster"] != "pleg-test":
+		t.Errorf("the page's labels %v lack node=%s or the Prometheus' external label cluster=pleg-test", pg.labels, Node)
+	default:
+		t.Logf("%s (%s) paged %v before T1", what, pg.labels["alertname"], got.Round(100*time.Millisecond))
+	}
+}
+
+// watchNotReady polls the kubelet's log and the Node every second (and
+// calls tick, when there is one) until the Node is NotReady, for the reason
+// want, and tainted, checking that the exporter's pod stays Ready
+// throughout.
+func watchNotReady(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, t0 time.Time, want string, tick func(time.Time)) timeline {
 	t.Helper()
 	tl := timeline{t0: t0}
 	deadline := t0.Add(5 * time.Minute)
 	for tl.notReady.IsZero() || tl.tainted.IsZero() {
 		now := time.Now()
-		if tl.over.IsZero() {
-			if ms, err := testenv.ScrapeMetrics(url); err == nil {
-				v, _ := testenv.Gauge(ms, "pleg_relist_payload_bytes", map[string]string{"rpc": "ListContainers"})
-				if v > kubecontainer.GRPCLimitBytes {
-					tl.over, tl.payload = now, v
-				}
-			}
+		if tick != nil {
+			tick(now)
 		}
 		if l, ok := c.Kubelet.FindLog(t0, logNotHealthy); ok && tl.notHealthy.IsZero() {
 			tl.notHealthy = l.At
@@ -133,16 +352,16 @@ func watchNotReady(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod
 			}
 		}
 		var p corev1.Pod
-		if err := c.Get(ctx, &p, "pod", pod.Name, "--namespace", namespace); err == nil && !podReady(p) {
+		if err := c.Get(ctx, &p, "pod", pod.Name, "--namespace", namespace); err == nil && !podReady(p) && tl.notReady.IsZero() {
 			t.Errorf("the exporter's pod is not Ready at T0%+.0fs: %s", now.Sub(t0).Seconds(), p.Status.Phase)
 		}
 		if now.After(deadline) {
-			t.Fatalf("no NotReady Node within 5m of the first failed relist: %s\n%s", tl, c.Kubelet.LogTail(20))
+			t.Fatalf("no NotReady Node within 5m of T0: %s\n%s", tl, c.Kubelet.LogTail(20))
 		}
 		time.Sleep(time.Second)
 	}
-	if !strings.Contains(tl.cond.Message, logNotHealthy) {
-		t.Errorf("the Node's Ready condition says %q, want %q", tl.cond.Message, logNotHealthy)
+	if !strings.Contains(tl.cond.Message, want) {
+		t.Errorf("the Node's Ready condition says %q, want %q", tl.cond.Message, want)
 	}
 	return tl
 }
@@ -157,8 +376,10 @@ func podReady(p corev1.Pod) bool {
 }
 
 // heal runs the runbook's command in the exporter's pod: the gc dry run
-// (JSON), then the command it recommends; the Node turns Ready again.
-func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
+// (JSON), then the command it recommends; the kubelet relists again (its
+// last-seen past frozenSeen), the Node turns Ready, and the cluster's own
+// pods are as the kubelet's GC would have left them.
+func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, rs runtimeapi.RuntimeServiceClient, frozenSeen float64) {
 	t.Helper()
 	endpoint := pod.Spec.Containers[0].Args[0] // --runtime.endpoint=unix:///host/...
 	if !strings.HasPrefix(endpoint, "--runtime.endpoint=") {
@@ -172,6 +393,12 @@ func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
 		}
 		return r, nil
 	}
+	// The pods of the cluster, not the flood's.
+	ours := func(md *runtimeapi.PodSandboxMetadata) bool { return md.GetNamespace() != testenv.FloodNamespace }
+	before, err := testenv.PodItems(ctx, rs, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dry, err := exec("gc", endpoint, "--output=json")
 	if err != nil {
 		t.Fatalf("kubectl exec … pleg_exporter gc: %v", err)
@@ -180,6 +407,9 @@ func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
 	if dry.Recommended == "" || len(args) < 2 || args[1] != "gc" || !strings.Contains(dry.Command, "--apply") {
 		t.Fatalf("gc dry run in the pod: recommended %q, command %q", dry.Recommended, dry.Command)
 	}
+	t.Logf("gc dry run in the pod: ListContainers %d bytes; the kubelet's policy removes %d items (→ %d bytes), --finished-pods %d (→ %d bytes); recommends %q: %s",
+		dry.Before["ListContainers"], len(dry.Plans["kubelet"].Actions), dry.Plans["kubelet"].After["ListContainers"],
+		len(dry.Plans["finished-pods"].Actions), dry.Plans["finished-pods"].After["ListContainers"], dry.Command, dry.Why)
 	began := time.Now()
 	r, err := exec(append(append(args[1:], "--output=json"), endpointIfMissing(args, endpoint)...)...)
 	if err != nil {
@@ -188,12 +418,63 @@ func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod) {
 	if r.Applied == nil || len(r.Applied.Failures) != 0 || r.Check == nil || !r.Check.Fits {
 		t.Fatalf("%s in the pod: %+v, check %+v", dry.Command, r.Applied, r.Check)
 	}
-	t.Logf("heal: kubectl exec %s -- %s: removed %d containers and %d sandboxes in %v; the lists then answer %v bytes",
-		pod.Name, dry.Command, r.Applied.Removed["container"], r.Applied.Removed["sandbox"], since(began), r.Check.Payload)
+	t.Logf("heal: kubectl exec %s -- %s: removed %d containers and %d sandboxes (%d already gone) in %v; the lists then answer %v bytes",
+		pod.Name, dry.Command, r.Applied.Removed["container"], r.Applied.Removed["sandbox"], r.Applied.Gone, since(began), r.Check.Payload)
+	relisted := waitRelisted(t, c, frozenSeen)
 	if err := c.WaitNodeCondition(ctx, corev1.NodeReady, corev1.ConditionTrue, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("heal: the Node Ready again %v after gc began", since(began))
+	t.Logf("heal: the kubelet relisted again %v and the Node was Ready again %v after gc began", relisted.Sub(began).Round(100*time.Millisecond), since(began))
+	planned := map[string]bool{}
+	for _, a := range dry.Plans[dry.Recommended].Actions {
+		planned[a.ID] = true
+	}
+	after, err := testenv.PodItems(ctx, rs, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, went, breaches := testenv.CompareItems(before, after, planned)
+	for _, b := range breaches {
+		t.Errorf("the cluster's pods across gc: %s", b)
+	}
+	t.Logf("gc: the cluster's pods' %d running containers, ready sandboxes and newest containers are as they were; planned and removed as the kubelet's GC would: %v",
+		kept, went)
+}
+
+// waitRelisted waits up to 60 s for the kubelet's last-seen to pass seen,
+// and returns when it did.
+func waitRelisted(t *testing.T, c *Cluster, seen float64) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		if k, err := c.Kubelet.Metrics(); err == nil {
+			if s, _ := testenv.Gauge(k, "kubelet_pleg_last_seen_seconds", nil); s > seen {
+				return time.Now()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kubelet did not relist within 60 s of gc's end:\n%s", c.Kubelet.LogTail(20))
+		}
+	}
+}
+
+// writeTimeline records the overflow's series, its first page of each PLEG
+// alert and "PLEG is not healthy" for make plot-overflow
+// (docs/overflow.png).
+func writeTimeline(t *testing.T, ctx context.Context, c *Cluster, pages *pager, path string, start, t0, notHealthy time.Time) {
+	tl := &stack.Timeline{What: fmt.Sprintf("the overflow past 16 MiB in a cluster under the kubelet %s (internal/cluster)", testenv.KubeletVersion),
+		T0: t0, NotHealthy: notHealthy.Sub(t0).Seconds(), Alerts: map[string]float64{}}
+	if err := c.monitoring.API().RecordTimeline(ctx, tl, start.Add(-30*time.Second), time.Now(), 5*time.Second); err != nil {
+		t.Errorf("timeline: %v", err)
+		return
+	}
+	for name, at := range pages.firsts("PLEG", start) {
+		tl.Alerts[name] = at.Sub(t0).Seconds()
+	}
+	if err := stack.WriteTimeline(path, tl); err != nil {
+		t.Errorf("timeline: %v", err)
+		return
+	}
+	t.Logf("overflow: timeline of %d series and %d alerts written to %s", len(tl.Series), len(tl.Alerts), path)
 }
 
 // endpointIfMissing is the endpoint argument unless the recommended command

@@ -453,7 +453,7 @@ func (s *sampler) sample() (statusSample, bool) {
 		return statusSample{}, false
 	}
 	smp := statusSample{at: kAt, kubeletAge: float64(kAt.UnixNano())/1e9 - seen, exporterAge: age + kAt.Sub(eAt).Seconds()}
-	smp.relists, smp.relistSum, _ = histogram(kub, "kubelet_pleg_relist_duration_seconds", 1)
+	smp.relists, smp.relistSum, _ = testenv.Histogram(kub, "kubelet_pleg_relist_duration_seconds", 1)
 	smp.reinspect, _ = testenv.Gauge(exp, "pleg_relist_reinspect_pods", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -837,8 +837,8 @@ func statusChurn(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimea
 
 // histDelta is a histogram's count and mean between two scrapes.
 func histDelta(a, b map[string]*dto.MetricFamily, name string) (n, mean float64) {
-	c1, s1, _ := histogram(a, name, 1)
-	c2, s2, _ := histogram(b, name, 1)
+	c1, s1, _ := testenv.Histogram(a, name, 1)
+	c2, s2, _ := testenv.Histogram(b, name, 1)
 	if n = c2 - c1; n > 0 {
 		mean = (s2 - s1) / n
 	}

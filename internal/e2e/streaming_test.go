@@ -439,14 +439,14 @@ func churn(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeapi.Run
 	// relists over a window as long as the churn's.
 	time.Sleep(12 * time.Second)
 	kms, _ := st.Kubelet.Metrics()
-	q0, qs0, _ := histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
+	q0, qs0, _ := testenv.Histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
 	time.Sleep(window)
 	before, err := scrapeExporter(st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kms, _ = st.Kubelet.Metrics()
-	n0, s0, _ := histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
+	n0, s0, _ := testenv.Histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
 	var mu sync.Mutex
 	created := 0
 	var wg sync.WaitGroup
@@ -475,7 +475,7 @@ func churn(t *testing.T, ctx context.Context, st *stack.Stack, rs runtimeapi.Run
 	}
 	wg.Wait()
 	kms, _ = st.Kubelet.Metrics()
-	n1, s1, _ := histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
+	n1, s1, _ := testenv.Histogram(kms, "kubelet_pleg_relist_duration_seconds", 1)
 	took := time.Since(start)
 	time.Sleep(12 * time.Second) // two relists after the last removal
 	after, err := scrapeExporter(st)
@@ -505,8 +505,8 @@ func relists(t *testing.T, st *stack.Stack, window time.Duration) (relistWindow,
 	if err != nil {
 		t.Fatal(err)
 	}
-	n0, s0, _ := histogram(ms, "kubelet_pleg_relist_interval_seconds", 2)
-	d0, ds0, _ := histogram(ms, "kubelet_pleg_relist_duration_seconds", 1)
+	n0, s0, _ := testenv.Histogram(ms, "kubelet_pleg_relist_interval_seconds", 2)
+	d0, ds0, _ := testenv.Histogram(ms, "kubelet_pleg_relist_duration_seconds", 1)
 	var w relistWindow
 	for t1 := time.Now(); time.Since(t1) < window; time.Sleep(time.Second) {
 		if ms, err = st.Kubelet.Metrics(); err != nil {
@@ -515,8 +515,8 @@ func relists(t *testing.T, st *stack.Stack, window time.Duration) (relistWindow,
 		v, _ := testenv.Gauge(ms, "kubelet_pleg_last_seen_seconds", nil)
 		w.worst = max(w.worst, float64(time.Now().Unix())-v)
 	}
-	n1, s1, _ := histogram(ms, "kubelet_pleg_relist_interval_seconds", 2)
-	d1, ds1, _ := histogram(ms, "kubelet_pleg_relist_duration_seconds", 1)
+	n1, s1, _ := testenv.Histogram(ms, "kubelet_pleg_relist_interval_seconds", 2)
+	d1, ds1, _ := testenv.Histogram(ms, "kubelet_pleg_relist_duration_seconds", 1)
 	w.n = n1 - n0
 	if w.n > 0 {
 		w.period = (s1 - s0) / w.n

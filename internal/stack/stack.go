@@ -333,17 +333,37 @@ type Sample struct {
 	Value  [2]any            `json:"value"`
 }
 
+// API is the Prometheus HTTP API at a base URL: the stack's Prometheus, or
+// any other (the operator's in internal/cluster).
+type API string
+
+// API is the stack's Prometheus.
+func (s *Stack) API() API { return API(s.Prometheus.URL()) }
+
 // Query runs an instant PromQL query against the stack's Prometheus.
-func (s *Stack) Query(ctx context.Context, q string) ([]Sample, error) {
+func (s *Stack) Query(ctx context.Context, q string) ([]Sample, error) { return s.API().Query(ctx, q) }
+
+// QueryAt runs an instant query against the stack's Prometheus at a past time.
+func (s *Stack) QueryAt(ctx context.Context, q string, at time.Time) ([]Sample, error) {
+	return s.API().QueryAt(ctx, q, at)
+}
+
+// QueryRange runs a range query against the stack's Prometheus.
+func (s *Stack) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
+	return s.API().QueryRange(ctx, q, start, end, step)
+}
+
+// Query runs an instant PromQL query.
+func (a API) Query(ctx context.Context, q string) ([]Sample, error) {
 	var out []Sample
-	err := s.api(ctx, "/api/v1/query?query="+url.QueryEscape(q), &out)
+	err := a.get(ctx, "/api/v1/query?query="+url.QueryEscape(q), &out)
 	return out, err
 }
 
 // QueryAt runs an instant query at a past time.
-func (s *Stack) QueryAt(ctx context.Context, q string, at time.Time) ([]Sample, error) {
+func (a API) QueryAt(ctx context.Context, q string, at time.Time) ([]Sample, error) {
 	var out []Sample
-	err := s.api(ctx, fmt.Sprintf("/api/v1/query?query=%s&time=%.3f", url.QueryEscape(q), float64(at.UnixMilli())/1000), &out)
+	err := a.get(ctx, fmt.Sprintf("/api/v1/query?query=%s&time=%.3f", url.QueryEscape(q), float64(at.UnixMilli())/1000), &out)
 	return out, err
 }
 
@@ -354,42 +374,58 @@ type Series struct {
 }
 
 // QueryRange runs a range query.
-func (s *Stack) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
+func (a API) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]Series, error) {
 	var out []Series
-	err := s.api(ctx, fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=%d",
+	err := a.get(ctx, fmt.Sprintf("/api/v1/query_range?query=%s&start=%d&end=%d&step=%d",
 		url.QueryEscape(q), start.Unix(), end.Unix(), int(step.Seconds())), &out)
 	return out, err
 }
 
-// api calls Prometheus's HTTP API and decodes the result into out.
-func (s *Stack) api(ctx context.Context, path string, out any) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Prometheus.URL()+path, nil)
-	resp, err := http.DefaultClient.Do(req)
+// get calls the API and decodes the result of a query into out.
+func (a API) get(ctx context.Context, path string, out any) error {
+	data, err := a.data(ctx, path)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string          `json:"resultType"`
-			Result     json.RawMessage `json:"result"`
-		} `json:"data"`
+	var res struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return err
+	if err := json.Unmarshal(data, &res); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if body.Status != "success" {
-		return errors.New(body.Error)
-	}
-	if body.Data.ResultType == "scalar" {
+	if res.ResultType == "scalar" {
 		if p, ok := out.(*[]Sample); ok {
 			*p = []Sample{{}}
 		}
 		return nil
 	}
-	return json.Unmarshal(body.Data.Result, out)
+	return json.Unmarshal(res.Result, out)
+}
+
+// data calls the API and returns its answer's data.
+func (a API) data(ctx context.Context, path string) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, string(a)+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if body.Status != "success" {
+		return nil, errors.New(body.Error)
+	}
+	return body.Data, nil
 }
 
 func lastLines(s string, n int) string {

@@ -42,10 +42,10 @@ var TimelineQueries = map[string]string{
 }
 
 // RecordTimeline reads the timeline's series from start to end at step.
-func (s *Stack) RecordTimeline(ctx context.Context, tl *Timeline, start, end time.Time, step time.Duration) error {
+func (a API) RecordTimeline(ctx context.Context, tl *Timeline, start, end time.Time, step time.Duration) error {
 	tl.Series = map[string][][2]float64{}
 	for name, q := range TimelineQueries {
-		series, err := s.QueryRange(ctx, q, start, end, step)
+		series, err := a.QueryRange(ctx, q, start, end, step)
 		if err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}

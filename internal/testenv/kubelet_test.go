@@ -290,6 +290,45 @@ func TestKubeletThatCannotStart(t *testing.T) {
 	}
 }
 
+// A kubelet that is not the harness's (any process named kubelet without
+// the test node's name) makes the harness refuse to start one: both would
+// use /var/lib/kubelet/device-plugins and the same ports and sysctls.
+func TestKubeletRefusedBesideAnother(t *testing.T) {
+	if err := deviceManagerFree(); err != nil {
+		t.Skipf("skipping: the machine already has one: %v", err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep")
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(t.TempDir(), "kubelet")
+	if err := os.WriteFile(fake, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(fake, "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// /proc/PID/comm names the executable once it runs.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid)); strings.TrimSpace(string(comm)) == "kubelet" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fake kubelet never ran")
+		}
+	}
+	err = deviceManagerFree()
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("a kubelet (pid %d) runs on this machine", cmd.Process.Pid)) {
+		t.Errorf("beside another kubelet: %v, want it refused, naming its pid", err)
+	}
+}
+
 // A run killed with SIGKILL leaves a kubelet, its runtime, a running pod,
 // mounts, cgroups and sysctls behind; the next run's CleanLeftovers removes
 // all of it. The killed run is this test binary started again as a child.

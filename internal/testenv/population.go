@@ -47,6 +47,15 @@ func SmallPopulation(ctx context.Context, k *PodClient) error {
 	return k.StopPod(ctx, done)
 }
 
+// floodPerPod caps Flood's containers in one pod (6.4 MiB of annotations):
+// a kubelet slow to stop a pod it does not know (seen: 260 containers in one
+// pod, 17 MB, right after a freeze) must not leave one sandbox whose
+// containers alone pass the limit, which no CRI filter can split.
+const floodPerPod = 100
+
+// FloodNamespace is the namespace of Flood's pods.
+const FloodNamespace = "leaky-ns"
+
 // Flood adds never-started containers with 64 KiB annotations, as a
 // CronJob that leaves containers behind does over weeks, until the
 // unfiltered ListContainers answer is 1 MiB past limit bytes (the
@@ -58,10 +67,13 @@ func SmallPopulation(ctx context.Context, k *PodClient) error {
 func Flood(ctx context.Context, k *PodClient, limit int) (ids []string, pods []*Pod, err error) {
 	pad := strings.Repeat("p", 64<<10)
 	var pod *Pod
-	failures := 0
+	failures, inPod := 0, 0
 	for len(ids)*len(pad) <= limit+1<<20 {
+		if inPod == floodPerPod {
+			pod, inPod = nil, 0
+		}
 		if pod == nil {
-			if pod, err = k.RunPod(ctx, "leaky-ns", fmt.Sprintf("leaky-cron-%d", len(pods))); err != nil {
+			if pod, err = k.RunPod(ctx, FloodNamespace, fmt.Sprintf("leaky-cron-%d", len(pods))); err != nil {
 				return ids, pods, err
 			}
 			pods = append(pods, pod)
@@ -77,6 +89,7 @@ func Flood(ctx context.Context, k *PodClient, limit int) (ids []string, pods []*
 			continue
 		}
 		failures = 0
+		inPod++
 		ids = append(ids, id)
 	}
 	return ids, pods, nil

@@ -1,0 +1,144 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Panel is what one dashboard panel's queries returned.
+type Panel struct {
+	Dashboard, Title string
+	Queries          int
+	WithData         int      // queries that returned at least one series
+	Errors           []string // queries that failed, with the error
+}
+
+// Variable is a dashboard's query variable: label_values(Selector, Label).
+type Variable struct {
+	Dashboard, Name, Selector, Label string
+	Hidden                           bool
+}
+
+var labelValuesRE = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
+
+// dashboard is the part of a dashboard's JSON the checks read.
+type dashboard struct {
+	Panels []struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name  string          `json:"name"`
+			Type  string          `json:"type"`
+			Hide  int             `json:"hide"`
+			Query json.RawMessage `json:"query"` // an object for a query variable, a string for a datasource
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+func readDashboard(path string) (*dashboard, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &d, nil
+}
+
+// Variables lists the query variables of the dashboards in files.
+func Variables(files []string) ([]Variable, error) {
+	var out []Variable
+	for _, f := range files {
+		d, err := readDashboard(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			var q struct {
+				Query string `json:"query"`
+			}
+			if err := json.Unmarshal(v.Query, &q); err != nil {
+				return nil, fmt.Errorf("%s: variable %s: %w", f, v.Name, err)
+			}
+			m := labelValuesRE.FindStringSubmatch(q.Query)
+			if m == nil {
+				return nil, fmt.Errorf("%s: variable %s: query %q is not label_values(selector, label)", f, v.Name, q.Query)
+			}
+			out = append(out, Variable{Dashboard: filepath.Base(f), Name: v.Name, Selector: m[1], Label: m[2], Hidden: v.Hide == 2})
+		}
+	}
+	return out, nil
+}
+
+// LabelValues is what Grafana's label_values(selector, label) offers.
+func (a API) LabelValues(ctx context.Context, selector, label string) ([]string, error) {
+	data, err := a.data(ctx, "/api/v1/label/"+url.PathEscape(label)+"/values?match[]="+url.QueryEscape(selector))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	return out, json.Unmarshal(data, &out)
+}
+
+var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
+
+// RunDashboards runs every query of every panel of the dashboards in
+// files, each variable replaced by its value in vars.
+func (a API) RunDashboards(ctx context.Context, files []string, vars map[string]string) ([]Panel, error) {
+	var out []Panel
+	for _, f := range files {
+		d, err := readDashboard(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range d.Panels {
+			res := Panel{Dashboard: filepath.Base(f), Title: p.Title}
+			for _, q := range p.Targets {
+				res.Queries++
+				expr := varRE.ReplaceAllStringFunc(q.Expr, func(v string) string {
+					if val, ok := vars[strings.Trim(v, "${}")]; ok {
+						return val
+					}
+					return v
+				})
+				r, err := a.Query(ctx, expr)
+				switch {
+				case err != nil:
+					res.Errors = append(res.Errors, fmt.Sprintf("%v: %s", err, expr))
+				case len(r) > 0:
+					res.WithData++
+				}
+			}
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
