@@ -212,34 +212,6 @@ func (p *pager) since(from, t0 time.Time) []string {
 	return out
 }
 
-// promAlert is an alert as Prometheus' /api/v1/alerts shows it.
-type promAlert struct {
-	Labels   map[string]string `json:"labels"`
-	State    string            `json:"state"`
-	ActiveAt time.Time         `json:"activeAt"`
-}
-
-func activeAlerts(ctx context.Context, prom string) ([]promAlert, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prom+"/api/v1/alerts", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Alerts []promAlert `json:"alerts"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	return body.Data.Alerts, nil
-}
-
 // kubeNodeNotReadyFor is the kubernetes-mixin's for: on KubeNodeNotReady.
 const kubeNodeNotReadyFor = 15 * time.Minute
 
@@ -249,7 +221,7 @@ const kubeNodeNotReadyFor = 15 * time.Minute
 func anchor(t *testing.T, ctx context.Context, c *Cluster, tl timeline, first page) {
 	t.Helper()
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
-		as, err := activeAlerts(ctx, c.monitoring.PrometheusURL)
+		as, err := c.monitoring.API().Alerts(ctx)
 		for _, a := range as {
 			if a.Labels["alertname"] == "KubeNodeNotReady" && a.Labels["node"] == Node {
 				fires := a.ActiveAt.Add(kubeNodeNotReadyFor)

@@ -15,7 +15,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,19 +65,9 @@ func dashboards(t *testing.T, ctx context.Context, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var empty []string
-	queries := 0
-	for _, p := range panels {
-		queries += p.Queries
-		for _, e := range p.Errors {
-			t.Errorf("%s / %q: query error: %s", p.Dashboard, p.Title, e)
-		}
-		if p.WithData == 0 {
-			empty = append(empty, fmt.Sprintf("%s / %s", p.Dashboard, p.Title))
-			if !mayBeEmpty[p.Title] {
-				t.Errorf("%s / %q: no query returns data", p.Dashboard, p.Title)
-			}
-		}
+	queries, empty, problems := stack.CheckPanels(panels, mayBeEmpty)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	t.Logf("dashboards through the operator's Prometheus: %d panels, %d queries, no error; without data: %v", len(panels), queries, empty)
 }

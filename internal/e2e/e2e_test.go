@@ -305,15 +305,9 @@ func checkDashboards(t *testing.T, ctx context.Context, st *stack.Stack) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries := 0
-	for _, p := range panels {
-		queries += p.Queries
-		for _, e := range p.Errors {
-			t.Errorf("%s / %q: query error: %s", p.Dashboard, p.Title, e)
-		}
-		if p.WithData == 0 {
-			t.Errorf("%s / %q: no query returns data", p.Dashboard, p.Title)
-		}
+	queries, _, problems := stack.CheckPanels(panels, nil)
+	for _, p := range problems {
+		t.Error(p)
 	}
 	t.Logf("dashboards: %d panels, %d queries run against the live Prometheus, every panel has data", len(panels), queries)
 	if len(panels) < 15 {

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Panel is what one dashboard panel's queries returned.
@@ -141,4 +142,42 @@ func (a API) RunDashboards(ctx context.Context, files []string, vars map[string]
 		}
 	}
 	return out, nil
+}
+
+// CheckPanels sums up what the panels returned: the queries run, the panels
+// without data, and a problem for every failed query and every empty panel
+// mayBeEmpty does not name.
+func CheckPanels(panels []Panel, mayBeEmpty map[string]bool) (queries int, empty, problems []string) {
+	for _, p := range panels {
+		queries += p.Queries
+		for _, e := range p.Errors {
+			problems = append(problems, fmt.Sprintf("%s / %q: query error: %s", p.Dashboard, p.Title, e))
+		}
+		if p.WithData == 0 {
+			empty = append(empty, p.Dashboard+" / "+p.Title)
+			if !mayBeEmpty[p.Title] {
+				problems = append(problems, fmt.Sprintf("%s / %q: no query returns data", p.Dashboard, p.Title))
+			}
+		}
+	}
+	return queries, empty, problems
+}
+
+// Alert is an alert as Prometheus' /api/v1/alerts shows it.
+type Alert struct {
+	Labels   map[string]string `json:"labels"`
+	State    string            `json:"state"`
+	ActiveAt time.Time         `json:"activeAt"`
+}
+
+// Alerts are the alerts pending or firing in Prometheus.
+func (a API) Alerts(ctx context.Context) ([]Alert, error) {
+	data, err := a.data(ctx, "/api/v1/alerts")
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Alerts []Alert `json:"alerts"`
+	}
+	return out.Alerts, json.Unmarshal(data, &out)
 }

@@ -43,3 +43,18 @@ func TestVariablesOfTheDashboards(t *testing.T) {
 		t.Errorf("variables:\n got %v\nwant %v", got, want)
 	}
 }
+
+// A failed query and an empty panel are problems; an empty panel the
+// caller allows is only listed.
+func TestCheckPanels(t *testing.T) {
+	panels := []Panel{
+		{Dashboard: "d", Title: "ok", Queries: 2, WithData: 1},
+		{Dashboard: "d", Title: "broken", Queries: 1, WithData: 1, Errors: []string{"parse error"}},
+		{Dashboard: "d", Title: "empty", Queries: 1},
+		{Dashboard: "d", Title: "Docker", Queries: 3},
+	}
+	queries, empty, problems := CheckPanels(panels, map[string]bool{"Docker": true})
+	if queries != 7 || fmt.Sprint(empty) != "[d / empty d / Docker]" || len(problems) != 2 {
+		t.Errorf("queries %d, empty %v, problems %q", queries, empty, problems)
+	}
+}
