@@ -193,7 +193,17 @@ func TestStatusPass(t *testing.T) {
 	}
 	notHealthy, ok := st.Kubelet.WaitLog(changedB, 2*plegThreshold+time.Minute, logNotHealthy)
 	if !ok {
-		t.Fatalf("the kubelet did not report %q within 7m of the second stuck sandbox", logNotHealthy)
+		// What the kubelet's relists did meanwhile: when each stuck
+		// sandbox's status call hit its deadline.
+		var seen []string
+		for name, sb := range map[string]*runtimeapi.PodSandbox{"stuck-a": a, "stuck-b": b} {
+			for _, l := range failedStatusLines(st.Kubelet, start)[sb.GetId()] {
+				seen = append(seen, fmt.Sprintf("%s %s", name, l.At.Format("15:04:05")))
+			}
+		}
+		sort.Strings(seen)
+		t.Fatalf("the kubelet did not report %q within 7m of the second stuck sandbox (changed %s); its status deadlines: %v",
+			logNotHealthy, changedB.Format("15:04:05"), seen)
 	}
 	t.Logf("status: the kubelet: %s", clip(notHealthy.Text, 300))
 	var d diagnosis
