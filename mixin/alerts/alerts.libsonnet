@@ -8,6 +8,14 @@
     max_over_time(pleg_relist_status_in_flight_seconds{%(plegExporterSelector)s}[%(plegStatusCallHangingKeepFiringFor)s]) > %(plegStatusCallHangingSeconds)d
   ||| % c,
 
+  // A list call hung within PLEGRuntimeHung's keep-firing window: that
+  // alert pages for it, and the relist it leaves behind (one that ran into
+  // its deadline, recorded as a relist of that length) must not page again
+  // as a slow one.
+  local listHung = |||
+    max_over_time(pleg_relist_list_in_flight_seconds{%(plegExporterSelector)s}[%(plegRuntimeHungKeepFiringFor)s]) > %(plegRuntimeHungSeconds)d
+  ||| % c,
+
   prometheusAlerts+:: {
     groups+: [
       {
@@ -67,7 +75,11 @@
             alert: 'PLEGRelistSlow',
             expr: |||
               pleg_relist_last_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowWarningSeconds)d
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(listHung)s
+              )
+            ||| % c { listHung: std.rstripChars(listHung, '\n') },
             'for': c.plegRelistSlowFor,
             labels: { severity: c.warningSeverity },
             annotations: {
@@ -79,7 +91,11 @@
             alert: 'PLEGRelistSlow',
             expr: |||
               pleg_relist_last_duration_seconds{%(plegExporterSelector)s} > %(plegRelistSlowCriticalSeconds)d
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(listHung)s
+              )
+            ||| % c { listHung: std.rstripChars(listHung, '\n') },
             'for': '0m',
             labels: { severity: c.criticalSeverity },
             annotations: {
