@@ -195,6 +195,11 @@ func kubeletFrozen(t *testing.T, c *Cluster, k1 map[string]*dto.MetricFamily, t0
 	return seen
 }
 
+// freezeLead is the lead the freeze's page must have: the arithmetic's
+// worst case (a page 60 s after the freeze, NotReady 120 s after it) less
+// 5 s for Prometheus' and Alertmanager's own work and T1's whole seconds.
+const freezeLead = 55 * time.Second
+
 // frozen is the freeze in the cluster: containerd stopped with SIGSTOP (the
 // exporter's pod, in its own shim, runs on). A registered kubelet does not
 // wait for its PLEG threshold here: its node status update hangs in the
@@ -204,8 +209,9 @@ func kubeletFrozen(t *testing.T, c *Cluster, k1 map[string]*dto.MetricFamily, t0
 // 2 minutes after the freeze. PLEGRuntimeHung pages from the age of the
 // hung list call; with 15 s scrape and evaluation intervals, a 15 s
 // threshold and the exporter's list starting within its 10 s interval, it
-// reaches the webhook 20-60 s after the freeze: at least 60 s before
-// NotReady, not 90 s (the bar a 3-minute threshold would allow). Then
+// reaches the webhook 20-60 s after the freeze: about 60 s before
+// NotReady at worst (freezeLead), not 90 s (the bar a 3-minute threshold
+// would allow). Then
 // SIGCONT and the Node Ready again; its alerts resolve during the overflow.
 func frozen(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages *pager) {
 	k, err := c.Kubelet.Metrics()
@@ -228,9 +234,9 @@ func frozen(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, pages
 	t.Logf("freeze timeline (T0 = SIGSTOP %s; the kubelet's last relist T0%+.1fs): first page %s at the webhook %s; %s",
 		t0.Format("15:04:05.000"), time.Unix(int64(seen), 0).Sub(t0).Seconds(), pg.labels["alertname"], tl.at(pg.at), tl)
 	t.Logf("freeze: every page until NotReady: %v", pages.since(t0, t0))
-	tl.checkPage(t, "the first PLEG alert", pg, paged, 60*time.Second)
+	tl.checkPage(t, "the first PLEG alert", pg, paged, freezeLead)
 	hung, hungPaged := pages.firstPage("PLEGRuntimeHung", t0)
-	tl.checkPage(t, "PLEGRuntimeHung", hung, hungPaged, 60*time.Second)
+	tl.checkPage(t, "PLEGRuntimeHung", hung, hungPaged, freezeLead)
 	anchor(t, ctx, c, tl, pg)
 	if err := c.Containerd.Thaw(); err != nil {
 		t.Fatal(err)
