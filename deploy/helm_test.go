@@ -354,6 +354,17 @@ func TestHelmValues(t *testing.T) {
 			t.Errorf("args %q: want the chart's three, then the extra two", a)
 		}
 	})
+	t.Run("pleg threshold", func(t *testing.T) {
+		a := helmTemplate(t, "plegThreshold=10m", "extraArgs={--relist.interval=5s}").ds.Spec.Template.Spec.Containers[0].Args
+		if n := len(a); n != 5 || a[3] != "--pleg.threshold=10m" || a[4] != "--relist.interval=5s" {
+			t.Errorf("args %q: want the chart's three, --pleg.threshold=10m, then the extra one", a)
+		}
+		for _, arg := range helmTemplate(t).ds.Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(arg, "--pleg.threshold") {
+				t.Errorf("without plegThreshold the chart sets %s; the exporter's default must hold", arg)
+			}
+		}
+	})
 	t.Run("image", func(t *testing.T) {
 		digest := "sha256:" + strings.Repeat("ab", 32)
 		c := helmTemplate(t, "image.repository=registry.example/pleg-exporter", "image.digest="+digest).ds.Spec.Template.Spec.Containers[0]
@@ -426,6 +437,9 @@ func TestHelmRejectsBadValues(t *testing.T) {
 		{"extraArgs={--docker.host unix:///x.sock}", "/extraArgs/0"},
 		{"extraArgs={--web.config.file=/etc/web.yml}", "--web.config.file is not for extraArgs"},
 		{"extraArgs={--runtime=docker}", "--runtime is not for extraArgs"},
+		{"extraArgs={--pleg.threshold=10m}", "--pleg.threshold is not for extraArgs: set plegThreshold"},
+		{"plegThreshold=10 minutes", "/plegThreshold"},
+		{"plegThreshold=600", "/plegThreshold"},
 		{"tolerations[0].operator=Exists,tolerations[0].value=x", "/tolerations/0/value"},
 		{"resources.requests.cpu=-1", "/resources/requests/cpu"},
 		{"image.repository=pleg-exporter:0.1.0", "/image/repository"},

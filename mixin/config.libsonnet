@@ -18,6 +18,20 @@
     // evented watcher only asks for extra relists (measured on v1.37.2).
     kubeletPlegThresholdSeconds: 180,
     kubeletGrpcLimitBytes: 16777216,
+    // Kubelets v1.26-v1.36 with the EventedPLEG gate on run the generic
+    // relist every 300s with a 10m threshold (kubelet.go:
+    // eventedPlegRelistPeriod, eventedPlegRelistThreshold; read in the
+    // v1.34.4, v1.35.4 and v1.36.3 sources), and their evented health check
+    // sets kubelet_pleg_last_seen_seconds to the time of the check, so the
+    // gauge never ages. Matched on kubernetes_build_info's git_version
+    // (release builds, EKS's v1.30.4-eks-... and GKE's alike; its major and
+    // minor labels are empty in builds that do not set them).
+    kubeletEventedPlegVersionRegex: 'v1[.](2[6-9]|3[0-6])[.].*',
+    kubeletEventedPlegRelistPeriodSeconds: 300,
+    kubeletEventedPlegThresholdSeconds: 600,
+    // How long the exporter's --pleg.threshold may differ from the kubelet's
+    // before PLEGThresholdMismatch says so (a kubelet upgrade rolls nodes).
+    plegThresholdMismatchFor: '1h',
 
     // Relist stall: seconds since the last relist the kubelet would accept.
     // With the exporter's 10s relist interval a healthy node stays below

@@ -116,7 +116,7 @@ var (
 
 	relistInterval = serveCmd.Flag("relist.interval", "Pause between the end of one shadow relist and the start of the next (the kubelet relists every 1s; this adds one relist per interval).").
 			Default("10s").Duration()
-	plegThreshold = serveCmd.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds (3m, with or without the EventedPLEG gate).").
+	plegThreshold = serveCmd.Flag("pleg.threshold", "The kubelet's PLEG threshold, exported as pleg_relist_threshold_seconds: 3m; 10m on kubelets v1.26-v1.36 with the EventedPLEG gate (v1.37 keeps 3m with it).").
 			Default("3m").Duration()
 	statusStartupPods = serveCmd.Flag("relist.status.startup-pods", "Pods already there when the exporter started that one relist inspects besides the changed ones, until all were inspected once, each on --probe.timeout: spreads a fleet-wide rollout's first inspections over minutes. 0: such pods are inspected only when they change.").
 				Default("10").Int()

@@ -1,6 +1,13 @@
 {
   local c = $._config,
   local sel = c.plegExporterSelector,
+  // The kubelets that relist in the EventedPLEG mode of v1.26-v1.36: their
+  // kubelet_pleg_last_seen_seconds is the time of their last health check,
+  // so it never ages, and their relist runs every 300s, so its interval
+  // always passes the histogram's 10s top bucket. The kubelet-series alerts
+  // cannot judge them (they would stay silent or page a healthy node); the
+  // exporter's own alerts do.
+  local eventedRelist = '(node:kubelet_pleg_evented_relist:bool == 1)',
   // A status call on the node hung within the last keep-firing window:
   // PLEGStatusCallHanging fires or still holds. The stall and reinspection
   // alerts it explains hold back meanwhile (one page for one stuck pod).
@@ -334,12 +341,14 @@
               (
                 %(statusCallHung)s
               )
-            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              %(eventedRelist)s
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedRelist: eventedRelist },
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
             annotations: {
               summary: 'The kubelet PLEG has not relisted successfully for a while; the node goes NotReady at the threshold.',
-              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds, with or without the EventedPLEG gate).' % c,
+              description: "The kubelet on {{ $labels.%(nodeLabel)s }} last relisted successfully {{ $value | humanizeDuration }} ago (threshold %(kubeletPlegThresholdSeconds)ds; kubelets before v1.37 with the EventedPLEG gate are left to the exporter's alerts)." % c,
             },
           },
           {
@@ -354,7 +363,9 @@
               (
                 %(statusCallHung)s
               )
-            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              %(eventedRelist)s
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedRelist: eventedRelist },
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
@@ -366,7 +377,9 @@
             alert: 'PLEGKubeletNeverRelisted',
             expr: |||
               kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} == 0
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              %(eventedRelist)s
+            ||| % c { eventedRelist: eventedRelist },
             'for': c.kubeletPlegNeverRelistedFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
@@ -378,12 +391,28 @@
             alert: 'PLEGKubeletRelistIntervalHigh',
             expr: |||
               histogram_quantile(0.99, rate(kubelet_pleg_relist_interval_seconds_bucket{%(kubeletSelector)s}[1m])) >= %(kubeletPlegRelistIntervalWarningSeconds)d
-            ||| % c,
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              %(eventedRelist)s
+            ||| % c { eventedRelist: eventedRelist },
             'for': c.kubeletPlegRelistIntervalFor,
             labels: { severity: c.warningSeverity },
             annotations: {
               summary: 'The kubelet relists far less often than once a second, although each relist may look fast.',
               description: 'The 99th percentile interval between kubelet relists on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizeDuration }}: relists are failing (a failed relist still records a short duration) or hanging.' % c,
+            },
+          },
+          {
+            alert: 'PLEGThresholdMismatch',
+            expr: |||
+              node:kubelet_pleg_relist_threshold_seconds
+                != on (%(clusterLabel)s, %(nodeLabel)s)
+              max by (%(clusterLabel)s, %(nodeLabel)s) (pleg_relist_threshold_seconds{%(plegExporterSelector)s})
+            ||| % c,
+            'for': c.plegThresholdMismatchFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: "The exporter's --pleg.threshold is not the threshold this node's kubelet runs; its ratios and status-pass alert judge the wrong deadline.",
+              description: 'The kubelet on {{ $labels.%(nodeLabel)s }} turns its node NotReady after {{ $value }}s without a relist (600s on kubelets before v1.37 with the EventedPLEG gate, 180s on the others); its pleg_exporter runs with another --pleg.threshold. Set the chart value plegThreshold for this node pool.' % c,
             },
           },
         ],

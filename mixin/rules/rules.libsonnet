@@ -116,6 +116,45 @@
           },
         ],
       },
-    ],
+    ] + (
+      if c.kubeletSelector == '' then [] else [{
+        // What each node's kubelet runs, read from its own /metrics: the
+        // kubelet alerts and the dashboards judge its relist by these.
+        name: 'pleg-kubelet.rules',
+        rules: [
+          {
+            // 1 where the kubelet relists in the EventedPLEG mode of
+            // v1.26-v1.36 (every 300s, NotReady at 10m; its
+            // kubelet_pleg_last_seen_seconds is the time of its last health
+            // check), 0 for every other kubelet it scrapes.
+            record: 'node:kubelet_pleg_evented_relist:bool',
+            expr: |||
+              max by (%(clusterLabel)s, %(nodeLabel)s) (
+                kubernetes_feature_enabled{%(kubeletSelector)s, name="EventedPLEG"} == 1
+                  and on (%(clusterLabel)s, %(nodeLabel)s)
+                kubernetes_build_info{%(kubeletSelector)s, git_version=~"%(kubeletEventedPlegVersionRegex)s"}
+              )
+              or on (%(clusterLabel)s, %(nodeLabel)s)
+              0 * group by (%(clusterLabel)s, %(nodeLabel)s) (kubernetes_build_info{%(kubeletSelector)s})
+            ||| % c,
+          },
+          {
+            // The kubelet's generic relist period.
+            record: 'node:kubelet_pleg_relist_period_seconds',
+            expr: |||
+              %(kubeletPlegRelistPeriodSeconds)d + %(periodStep)d * node:kubelet_pleg_evented_relist:bool
+            ||| % c { periodStep: c.kubeletEventedPlegRelistPeriodSeconds - c.kubeletPlegRelistPeriodSeconds },
+          },
+          {
+            // The kubelet's PLEG threshold: NotReady when no relist has
+            // succeeded for this long.
+            record: 'node:kubelet_pleg_relist_threshold_seconds',
+            expr: |||
+              %(kubeletPlegThresholdSeconds)d + %(thresholdStep)d * node:kubelet_pleg_evented_relist:bool
+            ||| % c { thresholdStep: c.kubeletEventedPlegThresholdSeconds - c.kubeletPlegThresholdSeconds },
+          },
+        ],
+      }]
+    ),
   },
 }

@@ -100,6 +100,7 @@ instead.
 {{- toJson (dict
   "--runtime.endpoint" "set runtime.profile or runtime.socket"
   "--runtime" "the chart relists through the CRI socket of runtime.profile"
+  "--pleg.threshold" "set plegThreshold"
   "--docker.host" "set runtime.profile=cri-dockerd and runtime.dockerSocket"
   "--web.listen-address" "the pod listens on its own address, port 10391"
   "--web.systemd-socket" "the pod listens on its own address, port 10391"
