@@ -29,6 +29,11 @@
     kubeletEventedPlegVersionRegex: 'v1[.](2[6-9]|3[0-6])[.].*',
     kubeletEventedPlegRelistPeriodSeconds: 300,
     kubeletEventedPlegThresholdSeconds: 600,
+    // After this many failed CRI event streams (a runtime without
+    // GetContainerEvents, such as containerd 1.6, or restarts) the kubelet
+    // falls back to the generic relist at 1s / 3m for the rest of its life
+    // (evented.go: eventedPlegMaxStreamRetries; the attempts never reset).
+    kubeletEventedPlegMaxStreamRetries: 5,
     // How long the exporter's --pleg.threshold may differ from the kubelet's
     // before PLEGThresholdMismatch says so (a kubelet upgrade rolls nodes).
     plegThresholdMismatchFor: '1h',

@@ -178,6 +178,8 @@ func knownMetrics(t *testing.T) map[string]bool {
 	known := map[string]bool{"up": true,
 		"kubelet_pleg_relist_duration_seconds_bucket": true, "kubelet_pleg_relist_interval_seconds_bucket": true,
 		"kubelet_pleg_last_seen_seconds": true, "kubelet_running_containers": true, "kubelet_running_pods": true,
+		// pkg/kubelet/metrics (EventedPLEGConnErrKey), v1.26-v1.37.
+		"kubelet_evented_pleg_connection_error_count": true,
 	}
 	goldens, _ := filepath.Glob(filepath.Join(root, "testdata", "*.prom"))
 	for _, g := range goldens {

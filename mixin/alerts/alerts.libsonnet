@@ -1,12 +1,14 @@
 {
   local c = $._config,
   local sel = c.plegExporterSelector,
-  // The kubelets that relist in the EventedPLEG mode of v1.26-v1.36: their
+  // Kubelets v1.26-v1.36 with the EventedPLEG gate: their
   // kubelet_pleg_last_seen_seconds is the time of their last health check,
-  // so it never ages, and their relist runs every 300s, so its interval
-  // always passes the histogram's 10s top bucket. The kubelet-series alerts
-  // cannot judge them (they would stay silent or page a healthy node); the
-  // exporter's own alerts do.
+  // so it never ages (PLEGKubeletStalled and PLEGKubeletNeverRelisted cannot
+  // see a stall there); while they relist in the evented mode, every 300s,
+  // every interval passes the histogram's 10s top bucket
+  // (PLEGKubeletRelistIntervalHigh would page a healthy node). The
+  // exporter's own alerts judge them.
+  local eventedGate = '(node:kubelet_pleg_evented_gate:bool == 1)',
   local eventedRelist = '(node:kubelet_pleg_evented_relist:bool == 1)',
   // A status call on the node hung within the last keep-firing window:
   // PLEGStatusCallHanging fires or still holds. The stall and reinspection
@@ -342,8 +344,8 @@
                 %(statusCallHung)s
               )
               unless on (%(clusterLabel)s, %(nodeLabel)s)
-              %(eventedRelist)s
-            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedRelist: eventedRelist },
+              %(eventedGate)s
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedGate: eventedGate },
             'for': c.plegStallFor,
             labels: { severity: c.warningSeverity },
             annotations: {
@@ -364,8 +366,8 @@
                 %(statusCallHung)s
               )
               unless on (%(clusterLabel)s, %(nodeLabel)s)
-              %(eventedRelist)s
-            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedRelist: eventedRelist },
+              %(eventedGate)s
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n'), eventedGate: eventedGate },
             'for': c.plegStallFor,
             labels: { severity: c.criticalSeverity },
             annotations: {
@@ -378,8 +380,8 @@
             expr: |||
               kubelet_pleg_last_seen_seconds{%(kubeletSelector)s} == 0
               unless on (%(clusterLabel)s, %(nodeLabel)s)
-              %(eventedRelist)s
-            ||| % c { eventedRelist: eventedRelist },
+              %(eventedGate)s
+            ||| % c { eventedGate: eventedGate },
             'for': c.kubeletPlegNeverRelistedFor,
             labels: { severity: c.criticalSeverity },
             annotations: {

@@ -123,11 +123,11 @@
         name: 'pleg-kubelet.rules',
         rules: [
           {
-            // 1 where the kubelet relists in the EventedPLEG mode of
-            // v1.26-v1.36 (every 300s, NotReady at 10m; its
-            // kubelet_pleg_last_seen_seconds is the time of its last health
-            // check), 0 for every other kubelet it scrapes.
-            record: 'node:kubelet_pleg_evented_relist:bool',
+            // 1 where the kubelet is v1.26-v1.36 with the EventedPLEG gate:
+            // its evented health check sets kubelet_pleg_last_seen_seconds
+            // to the time of the check, after the generic one, so the gauge
+            // never ages. 0 for every other kubelet Prometheus scrapes.
+            record: 'node:kubelet_pleg_evented_gate:bool',
             expr: |||
               max by (%(clusterLabel)s, %(nodeLabel)s) (
                 kubernetes_feature_enabled{%(kubeletSelector)s, name="EventedPLEG"} == 1
@@ -136,6 +136,22 @@
               )
               or on (%(clusterLabel)s, %(nodeLabel)s)
               0 * group by (%(clusterLabel)s, %(nodeLabel)s) (kubernetes_build_info{%(kubeletSelector)s})
+            ||| % c,
+          },
+          {
+            // 1 where such a kubelet relists in the evented mode: every
+            // 300s, NotReady at 10m. One whose CRI event streams failed
+            // kubeletEventedPlegMaxStreamRetries times relists at 1s / 3m
+            // again for the rest of its life.
+            record: 'node:kubelet_pleg_evented_relist:bool',
+            expr: |||
+              (
+                node:kubelet_pleg_evented_gate:bool == 1
+                  unless on (%(clusterLabel)s, %(nodeLabel)s)
+                kubelet_evented_pleg_connection_error_count{%(kubeletSelector)s} >= %(kubeletEventedPlegMaxStreamRetries)d
+              )
+              or on (%(clusterLabel)s, %(nodeLabel)s)
+              0 * node:kubelet_pleg_evented_gate:bool
             ||| % c,
           },
           {
