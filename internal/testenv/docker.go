@@ -40,8 +40,10 @@ type Dockerd struct {
 	done   chan struct{}
 }
 
-// StartDockerd starts a private dockerd in dir, without bridge or iptables
-// changes, and loads the test image.
+// StartDockerd starts a private dockerd in dir, without bridge, iptables or
+// forwarding changes, and loads the test image. (--bridge=none alone still
+// turns net.ipv4.ip_forward on: its bridge driver configures forwarding
+// when it registers; --ip-forward=false leaves the host's setting alone.)
 func StartDockerd(dir string) (*Dockerd, error) {
 	if err := Check("dockerd", "containerd", "runc", "busybox"); err != nil {
 		return nil, err
@@ -115,7 +117,7 @@ func (d *Dockerd) start() error {
 		"--pidfile", filepath.Join(d.Dir, "docker.pid"),
 		"--host", "unix://"+d.Socket,
 		"--config-file", filepath.Join(d.Dir, "daemon.json"),
-		"--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false",
+		"--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--ip-forward=false", "--userland-proxy=false",
 	)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
