@@ -52,6 +52,11 @@ KUBE_STATE_METRICS := .tools/kube-state-metrics-$(KSM_VERSION)/kube-state-metric
 # cores), cached by version. testenv.Containerd2Version names the same one.
 CONTAINERD2_VERSION := v2.4.2
 CONTAINERD2 := .tools/containerd-$(CONTAINERD2_VERSION)
+# containerd 1.7, the runtime most nodes in the field run (EKS, AKS, GKE up
+# to 1.32): github.com/containerd/containerd from the module proxy, built
+# the same way (testenv.Containerd17Version names the same one).
+CONTAINERD17_VERSION := v1.7.35
+CONTAINERD17 := .tools/containerd-$(CONTAINERD17_VERSION)
 # Helm for the chart's tests (lint, template, the schema): helm.sh/helm/v4
 # from the module proxy, built once (about 2 minutes on 2 cores), cached by
 # version.
@@ -110,11 +115,11 @@ license-check:
 # Debian's 1.6 and on containerd 2.x; Helm lints and renders the chart; the
 # kubelet runs the end-to-end tests (scripts/test.sh runs the tests, those
 # last).
-test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd lint checkmetrics mixin-check
+test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/containerd $(CONTAINERD17)/containerd lint checkmetrics mixin-check
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBERNETES=$(CURDIR)/$(KUBERNETES) \
 		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) \
 		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) KUBE_STATE_METRICS=$(CURDIR)/$(KUBE_STATE_METRICS) \
-		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) HELM=$(abspath $(HELM)) bash scripts/test.sh
+		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) CONTAINERD17=$(CURDIR)/$(CONTAINERD17) HELM=$(abspath $(HELM)) bash scripts/test.sh
 
 # The builds only the later tests need start first, in the background at
 # the lowest CPU priority, and run beside the package installs (mostly
@@ -236,6 +241,9 @@ control-plane: $(KUBELET)
 
 $(CONTAINERD2)/containerd:
 	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD2_VERSION) $(CONTAINERD2)
+
+$(CONTAINERD17)/containerd:
+	GO=$(GO) bash scripts/build-containerd.sh $(CONTAINERD17_VERSION) $(CONTAINERD17)
 
 $(HELM):
 	GOBIN=$(abspath $(dir $(HELM))) CGO_ENABLED=0 $(GO) install -trimpath \

@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${KUBE_STATE_METRICS:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${HELM:?}"
-export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER KUBE_STATE_METRICS CONTAINERD2 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${KUBE_STATE_METRICS:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${CONTAINERD17:?}" "${HELM:?}"
+export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER KUBE_STATE_METRICS CONTAINERD2 CONTAINERD17 HELM
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the

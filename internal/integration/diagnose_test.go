@@ -28,15 +28,18 @@ import (
 // diagnose on the real containerd: the report's counts and top namespace
 // equal what the runtime itself answers.
 func TestDiagnoseOnContainerd(t *testing.T) {
-	need(t, ctdErr)
-	populate(t, containerds[0])
 	bin := filepath.Join(t.TempDir(), "pleg_exporter")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pleg_exporter").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) { diagnoseOn(t, bin, rt) })
+}
+
+func diagnoseOn(t *testing.T, bin string, rt *containerdRuntime) {
+	populate(t, rt)
 	c := ctx(t, 2*time.Minute)
-	tr := readTruth(t, c, containerds[0])
-	list, err := kubelet.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
+	tr := readTruth(t, c, rt)
+	list, err := rt.pods.RS.ListContainers(c, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +64,7 @@ func TestDiagnoseOnContainerd(t *testing.T) {
 		NotReady []struct{ ID, Where string }        `json:"notready_sandboxes"`
 		Probes   []struct{ Kind, ID, Result string } `json:"slowest_status_calls"`
 	}
-	diagnoseJSON(t, &r, bin, "diagnose", "--output=json", "--runtime.endpoint="+ctd.Endpoint())
+	diagnoseJSON(t, &r, bin, "diagnose", "--output=json", "--runtime.endpoint="+rt.ctd.Endpoint())
 	sameCounts(t, "containers", r.Containers, tr.containers)
 	sameCounts(t, "sandboxes", r.Sandboxes, tr.sandboxes)
 	if len(r.Namespaces) == 0 || r.Namespaces[0].Name != topNS || r.Namespaces[0].Containers != topN {
@@ -70,7 +73,7 @@ func TestDiagnoseOnContainerd(t *testing.T) {
 	if len(r.NotReady) != tr.sandboxes["notready"] || len(r.Probes) == 0 || r.Probes[0].Kind != "sandbox" || r.Probes[0].Result != "ok" {
 		t.Errorf("notready %+v probes %+v", r.NotReady, r.Probes)
 	}
-	t.Logf("diagnose on containerd: top namespace %s with %d containers (runtime: %v); notready %d; probes %d", r.Namespaces[0].Name, r.Namespaces[0].Containers, perNS, len(r.NotReady), len(r.Probes))
+	t.Logf("diagnose on containerd %s: top namespace %s with %d containers (runtime: %v); notready %d; probes %d", rt.name, r.Namespaces[0].Name, r.Namespaces[0].Containers, perNS, len(r.NotReady), len(r.Probes))
 }
 
 // diagnoseJSON runs a diagnose command line (exit 0 or 1: healthy or at

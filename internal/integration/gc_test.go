@@ -269,9 +269,13 @@ func diffSets(got, want map[string]bool) string {
 // list then fits; every running container, ready sandbox and each group's
 // newest is still there, unchanged.
 func TestGCOnContainerd(t *testing.T) {
-	need(t, ctdErr)
 	bin := exporterBinary(t)
-	gctd, err := testenv.StartContainerd(filepath.Join(workRoot, "gc-containerd"))
+	onEachContainerd(t, func(t *testing.T, rt *containerdRuntime) { gcOn(t, bin, rt) })
+}
+
+// gcOn is TestGCOnContainerd on a containerd of rt's version of its own.
+func gcOn(t *testing.T, bin string, rt *containerdRuntime) {
+	gctd, err := testenv.StartContainerdWith(filepath.Join(workRoot, "gc-containerd-"+rt.name), rt.opts)
 	need(t, err)
 	defer gctd.Stop()
 	cc, err := gctd.Dial(256 << 20)

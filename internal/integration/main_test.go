@@ -41,14 +41,20 @@ var (
 	kubelet  *testenv.PodClient
 	workRoot string
 	// containerds are the runtimes the containerd tests run on: Debian's
-	// 1.6 (ctd, kubelet) and the containerd 2.x of testenv.Containerd2Dir.
+	// 1.6 (ctd, kubelet), the containerd 1.7 of testenv.Containerd17Dir and
+	// the containerd 2.x of testenv.Containerd2Dir.
 	containerds []*containerdRuntime
 )
 
 // containerdRuntime is one private containerd with the harness's own
 // unrestricted client.
 type containerdRuntime struct {
-	name      string
+	name string
+	// opts start it; a test that needs a containerd of its own of the
+	// same version starts one with them.
+	opts testenv.ContainerdOptions
+	// streams: it serves the CRI list streaming RPCs (containerd 2.4).
+	streams   bool
 	ctd       *testenv.Containerd
 	err       error
 	pods      *testenv.PodClient
@@ -56,7 +62,7 @@ type containerdRuntime struct {
 }
 
 func startContainerd(name, dir string, opts testenv.ContainerdOptions) *containerdRuntime {
-	r := &containerdRuntime{name: name}
+	r := &containerdRuntime{name: name, opts: opts}
 	t0 := time.Now()
 	r.ctd, r.err = testenv.StartContainerdWith(dir, opts)
 	if r.err != nil {
@@ -97,14 +103,10 @@ func TestMain(m *testing.M) {
 		}()
 		debian := startContainerd("1.6", filepath.Join(workRoot, "containerd"), testenv.ContainerdOptions{})
 		ctd, ctdErr, kubelet = debian.ctd, debian.err, debian.pods
-		containerds = []*containerdRuntime{debian}
-		two := &containerdRuntime{name: testenv.Containerd2Version}
-		if bins, err := testenv.Containerd2Dir(); err != nil {
-			two.err = err
-		} else {
-			two = startContainerd(testenv.Containerd2Version, filepath.Join(workRoot, "containerd2"), testenv.ContainerdOptions{Binaries: bins})
-		}
-		containerds = append(containerds, two)
+		containerds = []*containerdRuntime{debian,
+			startBuilt(testenv.Containerd17Version, "containerd17", testenv.Containerd17Dir, true),
+			startBuilt(testenv.Containerd2Version, "containerd2", testenv.Containerd2Dir, false)}
+		containerds[2].streams = true
 		t0 := time.Now()
 		dockerd, dockErr = testenv.StartDockerd(filepath.Join(workRoot, "docker"))
 		if dockErr == nil {
@@ -118,6 +120,16 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}()
 	os.Exit(code)
+}
+
+// startBuilt starts the containerd build that dir names (make test builds
+// it into .tools/), in workRoot/sub.
+func startBuilt(version, sub string, dir func() (string, error), v1 bool) *containerdRuntime {
+	bins, err := dir()
+	if err != nil {
+		return &containerdRuntime{name: version, err: err}
+	}
+	return startContainerd(version, filepath.Join(workRoot, sub), testenv.ContainerdOptions{Binaries: bins, V1: v1})
 }
 
 // onEachContainerd runs fn as a subtest on every private containerd.

@@ -75,6 +75,10 @@ type ContainerdOptions struct {
 	// containerd 1.6 with a version 3 configuration; its shim comes first
 	// in the daemon's PATH. Empty: Debian's containerd from PATH.
 	Binaries string
+	// V1 says the Binaries are a containerd 1.x (Containerd17Dir): it
+	// gets the version 2 configuration Debian's 1.6 gets, with its NRI
+	// socket (1.7 has NRI, off by default) in its own directory.
+	V1 bool
 }
 
 // Containerd2Version is the containerd 2.x the tests run beside Debian's
@@ -82,17 +86,28 @@ type ContainerdOptions struct {
 // .tools/containerd-<version> (make test does it, once).
 const Containerd2Version = "v2.4.2"
 
+// Containerd17Version is the containerd 1.7 the tests run beside it, the
+// release most nodes in the field run; built the same way.
+const Containerd17Version = "v1.7.35"
+
 // Containerd2Dir returns the directory of the containerd 2.x build the
 // tests run: $CONTAINERD2 (make test sets it to the cached build). The error
 // wraps ErrUnavailable.
-func Containerd2Dir() (string, error) {
-	p := os.Getenv("CONTAINERD2")
+func Containerd2Dir() (string, error) { return containerdBuild("CONTAINERD2", Containerd2Version) }
+
+// Containerd17Dir is Containerd2Dir for containerd 1.7: $CONTAINERD17.
+func Containerd17Dir() (string, error) { return containerdBuild("CONTAINERD17", Containerd17Version) }
+
+// containerdBuild checks the containerd build named by the environment
+// variable env.
+func containerdBuild(env, version string) (string, error) {
+	p := os.Getenv(env)
 	if p == "" {
-		return "", fmt.Errorf("%w: CONTAINERD2 is not set (make test builds containerd %s into .tools/ and sets it)", ErrUnavailable, Containerd2Version)
+		return "", fmt.Errorf("%w: %s is not set (make test builds containerd %s into .tools/ and sets it)", ErrUnavailable, env, version)
 	}
 	for _, b := range []string{"containerd", "containerd-shim-runc-v2"} {
 		if _, err := os.Stat(filepath.Join(p, b)); err != nil {
-			return "", fmt.Errorf("%w: containerd %s: %v (make test builds it)", ErrUnavailable, Containerd2Version, err)
+			return "", fmt.Errorf("%w: containerd %s: %v (make test builds it)", ErrUnavailable, version, err)
 		}
 	}
 	return p, nil
@@ -373,7 +388,10 @@ func writeContainerdConfig(dir string, opts ContainerdOptions) (string, error) {
 	}
 	cfg := filepath.Join(dir, "config.toml")
 	config := containerdConfig(dir, cniBin)
-	if opts.Binaries != "" {
+	switch {
+	case opts.Binaries != "" && opts.V1:
+		config += fmt.Sprintf("\n[plugins.\"io.containerd.nri.v1.nri\"]\n  socket_path = %q\n", filepath.Join(dir, "nri.sock"))
+	case opts.Binaries != "":
 		config = containerd2Config(dir, cniBin)
 	}
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
