@@ -1,0 +1,106 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package stack
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStepValues(t *testing.T) {
+	start := time.Unix(1000, 0)
+	s := Series{
+		Metric: map[string]string{"__name__": "kubelet_pleg_last_seen_seconds"},
+		// Steps 1 and 2, a gap at 3, step 4; a sample before the start.
+		Values: [][2]any{{float64(985), "985"}, {float64(1015), "1014"}, {float64(1030), "1029"}, {float64(1060), "0"}},
+	}
+	got := strings.Join(stepValues(s, start, 15*time.Second, 6), " ")
+	// Rebased on the start, 0 kept, stale in the gap and after the end.
+	if want := "_ 14 29 stale 0 stale"; got != want {
+		t.Errorf("stepValues = %q, want %q", got, want)
+	}
+}
+
+func TestLabel(t *testing.T) {
+	s := `kubernetes_feature_enabled{instance="a", job="kubelet", name="EventedPLEG", node_name="x", stage="ALPHA"}`
+	if got := label(s, "name"); got != "EventedPLEG" {
+		t.Errorf("label name = %q", got)
+	}
+	if got := label(`m{name="first"}`, "name"); got != "first" {
+		t.Errorf("label at the start = %q", got)
+	}
+	if got := label(s, "cluster"); got != "" {
+		t.Errorf("a missing label = %q", got)
+	}
+}
+
+const recordedFile = `# a comment
+{
+ "tests": [{
+  "name": "kubelet v1.36.3 on containerd v1.7.35: at rest at 30s; overflow at 4m15s",
+  "input_series": [
+   {"series": "kubernetes_build_info{git_version=\"v1.36.3\", job=\"kubelet\"}", "values": "1 1 1"},
+   {"series": "kubernetes_feature_enabled{job=\"kubelet\", name=\"EventedPLEG\"}", "values": "1 1 _"},
+   {"series": "kubernetes_feature_enabled{job=\"kubelet\", name=\"CRIListStreaming\"}", "values": "0 0 0"},
+   {"series": "pleg_runtime_info{job=\"pleg-exporter\", version=\"v1.7.35\"}", "values": "1 1 1"}
+  ],
+  "promql_expr_test": [
+   {"expr": "x", "eval_time": "30s", "exp_samples": []},
+   {"expr": "x", "eval_time": "4m15s", "exp_samples": [{"labels": "{alertname=\"PLEGPayloadOverLimit\", severity=\"critical\"}", "value": 1}]}
+  ]
+ }]
+}
+`
+
+func TestReadRecording(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(path, []byte(recordedFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Cell(), "v1.36.3_containerd-v1.7.35_EventedPLEG"; got != want {
+		t.Errorf("cell %q, want %q", got, want)
+	}
+	if len(r.Checks) != 2 || r.Checks[0].Name != "at rest" || len(r.Checks[0].Alerts) != 0 ||
+		r.Checks[1].Name != "overflow" || len(r.Checks[1].Alerts) != 1 {
+		t.Errorf("checks %+v", r.Checks)
+	}
+	if err := SameChecks(r, r); err != nil {
+		t.Error(err)
+	}
+	live := *r
+	live.Checks = []RecordedCheck{r.Checks[0], {Name: "overflow"}}
+	if err := SameChecks(r, &live); err == nil || !strings.Contains(err.Error(), "check 2") {
+		t.Errorf("a check without its alert: %v", err)
+	}
+	live = *r
+	live.Gates = nil
+	if err := SameChecks(r, &live); err == nil || !strings.Contains(err.Error(), "_default") {
+		t.Errorf("another cell: %v", err)
+	}
+	bad := strings.Replace(recordedFile, `git_version=\"v1.36.3\", `, "", 1)
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRecording(path); err == nil || !strings.Contains(err.Error(), "no kubelet version") {
+		t.Errorf("a recording without the kubelet's version: %v", err)
+	}
+}
