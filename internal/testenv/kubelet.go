@@ -393,6 +393,11 @@ func deviceManagerFree() error {
 		if err != nil || strings.TrimSpace(string(comm)) != "kubelet" {
 			continue
 		}
+		// A zombie (a killed run's kubelet whose parent died, not yet
+		// reaped by PID 1) holds nothing, and its cmdline reads empty.
+		if st, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "stat")); strings.Contains(string(st), ") Z ") {
+			continue
+		}
 		if cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline")); !strings.Contains(string(cmdline), "--hostname-override="+KubeletNode) {
 			return fmt.Errorf("%w: a kubelet (pid %s) runs on this machine; a test kubelet would take over its %s", ErrUnavailable, p.Name(), dir)
 		}
