@@ -259,6 +259,20 @@ record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
 		KUBELET=$(CURDIR)/$(KUBELET) CONTAINERD2=$(CURDIR)/$(CONTAINERD2) \
 		$(GO) test -count=1 -v -timeout 40m -run TestKubeletStreaming ./internal/e2e
 
+## test-kubelets: TestCluster on each kubelet version, runtime and gates the field runs (KUBELET_CELLS), one after
+## another, each run recorded and checked against its recording in testdata/kubelets, which make test replays (root;
+## RECORD_UPDATE=1 rewrites a recording that changed).
+# The staging modules of each version are v0.MINOR.PATCH on the module proxy.
+KUBELET_CELLS ?= v1.36.3:$(CONTAINERD17_VERSION):default v1.36.3:$(CONTAINERD17_VERSION):EventedPLEG=true
+RECORD_UPDATE ?=
+.PHONY: test-kubelets
+test-kubelets: deps control-plane $(HELM) $(CONTAINERD2)/containerd $(CONTAINERD17)/containerd
+	GO=$(GO) RECORD_UPDATE=$(RECORD_UPDATE) KUBERNETES=$(CURDIR)/$(KUBERNETES) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) \
+		PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) \
+		KUBE_STATE_METRICS=$(CURDIR)/$(KUBE_STATE_METRICS) HELM=$(abspath $(HELM)) \
+		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) CONTAINERD17=$(CURDIR)/$(CONTAINERD17) \
+		bash scripts/test-kubelets.sh $(KUBELET_CELLS)
+
 ## plot-overflow: the cluster test (a real control plane, kubelet, Helm, the Prometheus Operator), recording the
 ## overflow's timeline, drawn as docs/overflow.png (the README's picture; root, about 12 minutes).
 plot-overflow: deps control-plane $(HELM)

@@ -45,6 +45,17 @@ if grep -q '=> ./staging' go.mod; then
   grep '=> ./staging' go.mod >&2
   exit 1
 fi
+# Every staging module the replaces name must be on the module proxy: say
+# which one is not, before a build that would fail on it among others.
+mapfile -t staged < <(sed -n -E "s#^[[:space:]]*(replace[[:space:]]+)?k8s\.io/[a-z0-9-]+ => (k8s\.io/[a-z0-9-]+) ($staging)\$#\2@\3#p" go.mod)
+if ! GOWORK=off GOFLAGS=-mod=mod "$go" mod download "${staged[@]}" 2>/dev/null; then
+  for m in "${staged[@]}"; do
+    if ! err=$(GOWORK=off GOFLAGS=-mod=mod "$go" mod download "$m" 2>&1); then
+      echo "build-kubernetes: $m, a staging module of k8s.io/kubernetes@$version, is not on the module proxy: $err" >&2
+      exit 1
+    fi
+  done
+fi
 pkgs=()
 for c in "${missing[@]}"; do
   [ -d "cmd/$c" ] || { echo "build-kubernetes: k8s.io/kubernetes@$version has no cmd/$c" >&2; exit 1; }

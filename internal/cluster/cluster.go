@@ -44,6 +44,10 @@ type Options struct {
 	// (testenv.KubeletOptions).
 	MinContainerTTL time.Duration
 	FeatureGates    map[string]bool
+	// Runtime is the containerd the kubelet runs on (Debian's when empty;
+	// testenv.ContainerdOptions.Binaries for a built one), always with a
+	// pod network.
+	Runtime testenv.ContainerdOptions
 }
 
 // Cluster is a running one-node cluster.
@@ -91,8 +95,9 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "control plane %s ready at %s in %v\n", testenv.KubeletVersion, c.ControlPlane.Server, since(t0))
-	if c.Containerd, err = testenv.StartContainerdWith(filepath.Join(o.Dir, "containerd"),
-		testenv.ContainerdOptions{PodNetwork: true}); err != nil {
+	rt := o.Runtime
+	rt.PodNetwork = true
+	if c.Containerd, err = testenv.StartContainerdWith(filepath.Join(o.Dir, "containerd"), rt); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -46,9 +47,13 @@ func TestMain(m *testing.M) {
 func startCluster(t *testing.T, ctx context.Context) *Cluster {
 	t.Helper()
 	err := testenv.Check("containerd", "runc", "busybox", "ip", "docker")
+	if err == nil {
+		kubelet, err = kubeletUnderTest()
+	}
 	var c *Cluster
 	if err == nil {
-		c, err = Start(ctx, Options{Dir: filepath.Join(t.TempDir(), "cluster"), Log: testLog{t}})
+		c, err = Start(ctx, Options{Dir: filepath.Join(t.TempDir(), "cluster"), Log: testLog{t},
+			FeatureGates: kubelet.gates, Runtime: kubelet.runtime})
 	}
 	if err != nil {
 		if os.Getenv("CI") != "" || !errors.Is(err, testenv.ErrUnavailable) {
@@ -75,6 +80,8 @@ func startCluster(t *testing.T, ctx context.Context) *Cluster {
 		t.Fatal(err)
 	}
 	t.Logf("image %s (%s) in the cluster's containerd in %v", image, how, since(t0))
+	kubelet.checkGates(t, c)
+	t.Logf("the node: %s", kubelet)
 	return c
 }
 
@@ -96,9 +103,16 @@ const (
 )
 
 // helmValues points the chart's containerd profile at the cluster's
-// containerd, through the chart's values only.
+// containerd, through the chart's values only, with the PLEG threshold of
+// the kubelet under test.
 func helmValues(c *Cluster, extra ...string) []string {
-	return append([]string{"--set", "runtime.profile=containerd", "--set", "runtime.socket=" + c.Containerd.Socket}, extra...)
+	v := []string{"--set", "runtime.profile=containerd", "--set", "runtime.socket=" + c.Containerd.Socket}
+	if kubelet.eventedGate() {
+		// The runbook's setting for a node pool of such kubelets
+		// (PLEGThresholdMismatch): their threshold is 10m.
+		v = append(v, "--set", "plegThreshold=10m")
+	}
+	return append(v, extra...)
 }
 
 // The chart as a user installs it, in a cluster, and the overflow there:
@@ -118,7 +132,9 @@ func helmValues(c *Cluster, extra ...string) []string {
 // One cluster and one release for all of it: each step starts where the
 // one before left the node, as an SRE's day does.
 func TestCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	// A kubelet that relists in the evented mode waits 10 minutes for its
+	// threshold (make test-kubelets).
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	c := startCluster(t, ctx)
 	pages, hook := startPager(t, c)
@@ -155,14 +171,18 @@ func TestCluster(t *testing.T) {
 	}
 
 	// The freeze first; the overflow, healed by gc, ends with every alert
-	// of both resolved.
+	// of both resolved. make test-kubelets records them.
 	faults := time.Now()
+	*recording = stack.Recording{Start: faults, Hold: kubelet.record != ""}
+	recording.Check("at rest after helm upgrade: no page", faults)
 	if !t.Run("freeze", func(t *testing.T) { frozen(t, ctx, c, second, pages) }) {
 		return
 	}
 	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second, pages, faults) }) {
 		return
 	}
+	recording.Check("healed by gc: every alert resolved", time.Now())
+	kubelet.writeRecording(t, ctx, c, recording)
 	// After both faults every panel has something to show.
 	t.Run("dashboards", func(t *testing.T) { dashboards(t, ctx, c) })
 
