@@ -140,7 +140,7 @@ func (u underTest) String() string {
 	sort.Strings(gates)
 	rt := "Debian's containerd"
 	if u.runtime.Binaries != "" {
-		rt = "containerd " + filepath.Base(u.runtime.Binaries)
+		rt = "containerd " + strings.TrimPrefix(filepath.Base(u.runtime.Binaries), "containerd-")
 	}
 	return fmt.Sprintf("kubelet %s on %s, gates [%s]", u.version, rt, strings.Join(gates, " "))
 }

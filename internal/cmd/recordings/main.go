@@ -55,6 +55,9 @@ func run(livePath, dir string, update bool) error {
 		if err != nil {
 			return err
 		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 		if err := os.WriteFile(committed, b, 0o644); err != nil {
 			return err
 		}
