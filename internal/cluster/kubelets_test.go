@@ -113,6 +113,12 @@ func (u underTest) eventedRelist(t *testing.T, c *Cluster) bool {
 	if !u.eventedGate() {
 		return false
 	}
+	return u.streamErrors(t, c) < 5
+}
+
+// streamErrors is the kubelet's kubelet_evented_pleg_connection_error_count.
+func (u underTest) streamErrors(t *testing.T, c *Cluster) float64 {
+	t.Helper()
 	ms, err := c.Kubelet.Metrics()
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +127,7 @@ func (u underTest) eventedRelist(t *testing.T, c *Cluster) bool {
 	for _, m := range ms["kubelet_evented_pleg_connection_error_count"].GetMetric() {
 		errs += m.GetCounter().GetValue()
 	}
-	return errs < 5
+	return errs
 }
 
 // threshold is the kubelet's PLEG threshold now.
