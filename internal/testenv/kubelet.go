@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -639,9 +640,12 @@ func klogTime(line string, ref time.Time) (time.Time, bool) {
 	if m == nil {
 		return time.Time{}, false
 	}
+	// strconv, not fmt.Sscan: Sscan reads "08" and "09" as octal, fails,
+	// and leaves 0 (every line of 08:xx, of minute 08 or second 09 was
+	// dated wrong).
 	var n [6]int
 	for i := range n {
-		fmt.Sscan(m[i+1], &n[i])
+		n[i], _ = strconv.Atoi(m[i+1])
 	}
 	t := time.Date(ref.Year(), time.Month(n[0]), n[1], n[2], n[3], n[4], n[5]*1000, time.Local)
 	if t.Sub(ref) > 180*24*time.Hour { // the log is from December, ref from January
