@@ -154,6 +154,7 @@ func TestCluster(t *testing.T) {
 	scraped(t, m, first.Name)
 	probed := probesPass(t, c, first)
 	survivesRestart(t, ctx, c, first, url, probed)
+	kubelet.backToEvented(t, ctx, c, "containerd's restart")
 
 	// An upgrade with a changed value rolls the pod.
 	t1 := time.Now()
@@ -178,6 +179,7 @@ func TestCluster(t *testing.T) {
 	if !t.Run("freeze", func(t *testing.T) { frozen(t, ctx, c, second, pages) }) {
 		return
 	}
+	kubelet.backToEvented(t, ctx, c, "the freeze")
 	if !t.Run("overflow", func(t *testing.T) { overflow(t, ctx, c, second, pages, faults) }) {
 		return
 	}

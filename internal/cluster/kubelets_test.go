@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
@@ -128,6 +130,34 @@ func (u underTest) streamErrors(t *testing.T, c *Cluster) float64 {
 		errs += m.GetCounter().GetValue()
 	}
 	return errs
+}
+
+// backToEvented: a kubelet with the EventedPLEG gate that has fallen back
+// to 1 s / 3 m (5 failed CRI event streams: one containerd restart does it)
+// stays so until it restarts. To measure the evented mode itself, it is
+// restarted here, as an SRE would after the runbook's section; what made it
+// fall back is logged, the field fact.
+func (u underTest) backToEvented(t *testing.T, ctx context.Context, c *Cluster, after string) {
+	t.Helper()
+	if !u.eventedGate() {
+		return
+	}
+	errs := u.streamErrors(t, c)
+	if errs < 5 {
+		t.Logf("%s: %s: %v failed CRI event streams, still in the evented mode", after, u, errs)
+		return
+	}
+	t.Logf("%s: %s: %v failed CRI event streams after %s: it relists every second with the 3m threshold until it restarts; restarting it",
+		after, u, errs, after)
+	if err := c.Kubelet.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitNodeCondition(ctx, corev1.NodeReady, corev1.ConditionTrue, 2*time.Minute); err != nil {
+		t.Fatalf("the restarted kubelet's Node: %v\n%s", err, c.Kubelet.LogTail(30))
+	}
+	if errs := u.streamErrors(t, c); errs >= 5 {
+		t.Fatalf("the restarted kubelet has %v failed CRI event streams already", errs)
+	}
 }
 
 // threshold is the kubelet's PLEG threshold now.
