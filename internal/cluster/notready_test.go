@@ -466,6 +466,14 @@ func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, rs runt
 	}
 	t.Logf("heal: kubectl exec %s -- %s: removed %d containers and %d sandboxes (%d already gone) in %v; the lists then answer %v bytes",
 		pod.Name, dry.Command, r.Applied.Removed["container"], r.Applied.Removed["sandbox"], r.Applied.Gone, since(began), r.Check.Payload)
+	// What gc left, before the kubelet acts again: once its lists fit, its
+	// own GC also removes the containers of pods deleted from the API
+	// server, which gc cannot know of (an evented kubelet relists up to
+	// 300 s later, time enough for that).
+	after, err := testenv.PodItems(ctx, rs, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if kubelet.eventedGate() {
 		// Its gauge is the time of its health check, not of a relist: the
 		// Node's Ready is the sign of a relist, the next within 300 s in
@@ -484,10 +492,6 @@ func heal(t *testing.T, ctx context.Context, c *Cluster, pod corev1.Pod, rs runt
 	planned := map[string]bool{}
 	for _, a := range dry.Plans[dry.Recommended].Actions {
 		planned[a.ID] = true
-	}
-	after, err := testenv.PodItems(ctx, rs, ours)
-	if err != nil {
-		t.Fatal(err)
 	}
 	kept, went, breaches := testenv.CompareItems(before, after, planned)
 	for _, b := range breaches {
