@@ -263,7 +263,9 @@ record-streaming: deps $(KUBELET) $(CONTAINERD2)/containerd
 ## another, each run recorded and checked against its recording in testdata/kubelets, which make test replays (root;
 ## RECORD_UPDATE=1 rewrites a recording that changed).
 # The staging modules of each version are v0.MINOR.PATCH on the module proxy.
-KUBELET_CELLS ?= v1.36.3:$(CONTAINERD17_VERSION):default v1.36.3:$(CONTAINERD17_VERSION):EventedPLEG=true
+# Every cell with a recording in testdata/kubelets (about 2 hours in all).
+KUBELET_CELLS ?= $(foreach v,v1.34.4 v1.35.4 v1.36.3,$(v):$(CONTAINERD17_VERSION):default $(v):$(CONTAINERD17_VERSION):EventedPLEG=true) \
+	v1.36.3:$(CONTAINERD2_VERSION):CRIListStreaming=true $(KUBELET_VERSION):$(CONTAINERD17_VERSION):default
 RECORD_UPDATE ?=
 .PHONY: test-kubelets
 test-kubelets: deps control-plane $(HELM) $(CONTAINERD2)/containerd $(CONTAINERD17)/containerd
