@@ -340,3 +340,60 @@ func TestDashboards(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiClusterDashboards: with showMultiCluster every query of every
+// dashboard selects the chosen cluster, and the cluster variable shows.
+func TestMultiClusterDashboards(t *testing.T) {
+	files, err := RenderDashboards(".", `{ showMultiCluster: true }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("dashboards: %d", len(files))
+	}
+	for name, body := range files {
+		var d struct {
+			Templating struct {
+				List []struct {
+					Name string `json:"name"`
+					Hide int    `json:"hide"`
+				} `json:"list"`
+			} `json:"templating"`
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(body, &d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, v := range d.Templating.List {
+			if v.Name == "cluster" && v.Hide != 0 {
+				t.Errorf("%s: the cluster variable is hidden (%d)", name, v.Hide)
+			}
+		}
+		n := 0
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				n++
+				if !strings.Contains(tg.Expr, `cluster="$cluster"`) {
+					t.Errorf("%s: %q: %s selects no cluster", name, p.Title, tg.Expr)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no query", name)
+		}
+	}
+	single, err := RenderDashboards(".", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range single {
+		if want := rendered(t)[filepath.Join("dashboards", name)]; !bytes.Equal(body, want) {
+			t.Errorf("%s: rendered with no override differs from the committed one", name)
+		}
+	}
+}

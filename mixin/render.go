@@ -78,6 +78,30 @@ std.manifestYamlDoc({ groups: m.prometheusRules.groups + m.prometheusAlerts.grou
 	return out, nil
 }
 
+// RenderDashboards evaluates the mixin's dashboards with config merged into
+// its _config (a jsonnet object, e.g. `{ showMultiCluster: true }`), as a
+// user's own jsonnet does, and returns them by file name.
+func RenderDashboards(dir, config string) (map[string][]byte, error) {
+	vm := jsonnet.MakeVM()
+	vm.Importer(&jsonnet.FileImporter{JPaths: []string{dir}})
+	vm.StringOutput = true
+	vm.ExtCode("config", config)
+	dashboards, err := vm.EvaluateAnonymousSnippet("dashboards",
+		`local d = ((import "mixin.libsonnet") + { _config+:: std.extVar("config") }).grafanaDashboards; std.manifestJsonEx({ [k]: std.manifestJsonEx(d[k], '  ') for k in std.objectFields(d) }, '')`)
+	if err != nil {
+		return nil, fmt.Errorf("render dashboards with %s: %w", config, err)
+	}
+	files, err := splitDashboards(dashboards)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for name, body := range files {
+		out[name] = []byte(body + "\n")
+	}
+	return out, nil
+}
+
 // Names returns the rendered paths in order.
 func Names(files map[string][]byte) []string {
 	names := make([]string, 0, len(files))
