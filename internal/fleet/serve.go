@@ -95,9 +95,19 @@ func (s *Sim) Targets(cluster, addr string) []TargetGroup {
 
 // WriteTargets writes a cluster's targets as a file_sd file.
 func (s *Sim) WriteTargets(path, cluster, addr string) error {
-	b, err := json.Marshal(s.Targets(cluster, addr))
+	return WriteTargetGroups(path, s.Targets(cluster, addr))
+}
+
+// WriteTargetGroups writes target groups as a file_sd file, whole: a
+// Prometheus reading it meanwhile sees the old file or the new one.
+func WriteTargetGroups(path string, groups []TargetGroup) error {
+	b, err := json.Marshal(groups)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

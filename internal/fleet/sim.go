@@ -167,27 +167,38 @@ func New(cfg Config, rec *Recording) (*Sim, error) {
 	}
 	s := &Sim{cfg: cfg, rec: rec, start: time.Now(), byKey: map[string]*Node{}, self: prometheus.NewRegistry()}
 	s.self.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
-	lives, err := deal(cfg)
-	if err != nil {
-		return nil, err
-	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
-	for i, life := range lives {
-		n := &Node{
-			Name: fmt.Sprintf("sim-node-%05d", i), Cluster: cfg.Clusters[i%len(cfg.Clusters)], Life: life,
-			IP: fmt.Sprintf("10.%d.%d.%d", 64+i>>16, (i>>8)&255, i&255), sim: s, index: i,
-			offset: time.Duration(rng.Int64N(int64(cfg.KubeletRestartEvery))),
+	per := cfg.Nodes / len(cfg.Clusters)
+	for ci, cluster := range cfg.Clusters {
+		size := per
+		if ci == 0 {
+			size += cfg.Nodes % len(cfg.Clusters)
 		}
-		n.build()
-		s.nodes = append(s.nodes, n)
-		s.byKey[n.Cluster+"/"+n.Name] = n
+		// Each cluster has every life in its shares.
+		lives, err := deal(cfg, size, cfg.Seed+uint64(ci))
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+		for c, life := range lives {
+			// Each cluster numbers its nodes from 0: the same node names
+			// in two clusters, as clusters built from one template have,
+			// which every join of the mixin must tell apart by cluster.
+			n := &Node{
+				Name: fmt.Sprintf("sim-node-%05d", c), Cluster: cluster, Life: life,
+				IP: fmt.Sprintf("10.%d.%d.%d", 64+c>>16, (c>>8)&255, c&255), sim: s, index: len(s.nodes),
+				offset: time.Duration(rng.Int64N(int64(cfg.KubeletRestartEvery))),
+			}
+			n.build()
+			s.nodes = append(s.nodes, n)
+			s.byKey[n.Cluster+"/"+n.Name] = n
+		}
 	}
 	return s, nil
 }
 
-// deal gives each life its share of the nodes, shuffled by the seed.
-func deal(cfg Config) ([]Life, error) {
-	lives := make([]Life, 0, cfg.Nodes)
+// deal gives each life its share of nodes nodes, shuffled by the seed.
+func deal(cfg Config, nodes int, seed uint64) ([]Life, error) {
+	lives := make([]Life, 0, nodes)
 	for _, l := range Lives[1:] {
 		share := cfg.Shares[l]
 		if share < 0 || share > 1 {
@@ -196,18 +207,18 @@ func deal(cfg Config) ([]Life, error) {
 		if share == 0 {
 			continue
 		}
-		k := max(1, int(math.Round(share*float64(cfg.Nodes))))
+		k := max(1, int(math.Round(share*float64(nodes))))
 		for range k {
 			lives = append(lives, l)
 		}
 	}
-	if len(lives) > cfg.Nodes {
-		return nil, fmt.Errorf("fleet: %d nodes are too few for the faulty lives' shares (%d)", cfg.Nodes, len(lives))
+	if len(lives) > nodes {
+		return nil, fmt.Errorf("fleet: %d nodes are too few for the other lives' shares (%d)", nodes, len(lives))
 	}
-	for len(lives) < cfg.Nodes {
+	for len(lives) < nodes {
 		lives = append(lives, Healthy)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 2))
+	rng := rand.New(rand.NewPCG(seed, 2))
 	rng.Shuffle(len(lives), func(i, j int) { lives[i], lives[j] = lives[j], lives[i] })
 	return lives, nil
 }
@@ -288,12 +299,12 @@ func (s *Sim) ByLife() map[Life]int {
 	return m
 }
 
-// Names returns the names of the nodes of one life, sorted.
-func (s *Sim) Names(l Life) []string {
+// Keys returns the nodes of one life as CLUSTER/NODE, sorted.
+func (s *Sim) Keys(l Life) []string {
 	var out []string
 	for _, n := range s.nodes {
 		if n.Life == l {
-			out = append(out, n.Name)
+			out = append(out, n.Cluster+"/"+n.Name)
 		}
 	}
 	sort.Strings(out)

@@ -325,15 +325,6 @@ func deleteAll(in []string, drop ...string) []string {
 	return out
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func TestKubeletRestart(t *testing.T) {
 	s, err := New(Config{Nodes: 1, Shares: map[Life]float64{KubeletRestarting: 1}, KubeletRestartEvery: time.Hour,
 		KubeletRestartDown: time.Minute}, recording(t))

@@ -1,0 +1,126 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	testenv.CleanLeftoversOrExit()
+	os.Exit(m.Run())
+}
+
+func rulesFiles(t *testing.T) []string {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "mixin", "generated"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{filepath.Join(dir, "prometheus_rules.yaml"), filepath.Join(dir, "prometheus_alerts.yaml")}
+}
+
+// smallFleet has two or three nodes of each life, faults 45s in.
+func smallFleet(t *testing.T, clusters ...string) *Sim {
+	shares := map[Life]float64{Creeping: 0.05, Overflowing: 0.05, Frozen: 0.05, KubeletRestarting: 0.05, Gone: 0.05, OldExporter: 0.05}
+	s, err := New(Config{Clusters: clusters, Nodes: 20 * len(clusters), Shares: shares, Seed: 30, FaultAfter: 45 * time.Second,
+		KubeletRestartEvery: 90 * time.Second}, recording(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestFleetAlerts: one Prometheus (Debian's, 15s scrape and evaluation,
+// the rendered mixin) scraping a small simulated fleet sends Alertmanager
+// an alert for every faulty node and none for the others: not for the
+// restarting kubelets, not for the nodes on the older exporter, and for the
+// exporters that went away only the up-based one.
+func TestFleetAlerts(t *testing.T) {
+	testenv.RequireTool(t, "prometheus")
+	testenv.RequireTool(t, "prometheus-alertmanager")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the harness records its daemons in " + testenv.LedgerDir)
+	}
+	dir := t.TempDir()
+	s := smallFleet(t, "east")
+	s.Start()
+	defer s.Stop()
+	l, err := s.Serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	targets := filepath.Join(dir, "targets.json")
+	if err := s.WriteTargets(targets, "east", l.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	am, err := StartAlertmanager(filepath.Join(dir, "am"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Stop()
+	prom, err := StartPrometheus(PrometheusOptions{Dir: filepath.Join(dir, "prom"), Cluster: "east", TargetsFile: targets,
+		RuleFiles: rulesFiles(t), Alertmanagers: []string{am.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Stop()
+	t.Logf("fleet: %v", s.ByLife())
+	waitVerdict(t, s, am, 4*time.Minute, 7*time.Minute)
+}
+
+// waitVerdict polls Alertmanager until every faulty node has its alert and
+// the fleet has run for watch (restarting kubelets restart twice), failing
+// at once on an alert no life allows.
+func waitVerdict(t *testing.T, s *Sim, am *Server, watch, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	var v Verdict
+	paged := false
+	for {
+		alerts, err := Alerts(ctx, am)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = s.Judge(alerts)
+		if len(v.Unexpected) > 0 {
+			t.Fatalf("%s after %v: %s", "alerts no life allows", time.Since(s.Started()).Round(time.Second), v)
+		}
+		if v.OK() && !paged {
+			paged = true
+			t.Logf("every faulty node alerted %v after the fleet started (faults at 45s)", time.Since(s.Started()).Round(time.Second))
+		}
+		if v.OK() && time.Since(s.Started()) > watch {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", time.Since(s.Started()).Round(time.Second), v)
+		}
+		time.Sleep(5 * time.Second)
+	}
+	t.Logf("after %v: every faulty node alerted, no other; nodes with an alert by life: %v",
+		time.Since(s.Started()).Round(time.Second), v.Alerted)
+	for _, l := range []Life{Healthy, KubeletRestarting, OldExporter} {
+		if v.Alerted[l] != 0 {
+			t.Errorf("%d %s nodes alerted", v.Alerted[l], l)
+		}
+	}
+}
