@@ -17,6 +17,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,47 @@ func TestFleetAlerts(t *testing.T) {
 	defer prom.Stop()
 	t.Logf("fleet: %v", s.ByLife())
 	waitVerdict(t, s, am, 4*time.Minute, 7*time.Minute)
+	checkPanels(t, s, prom)
+}
+
+// checkPanels runs every panel of both dashboards on a node still on the
+// older exporter: none fails, and the fleet dashboard lists the node.
+func checkPanels(t *testing.T, s *Sim, prom *Server) {
+	t.Helper()
+	old := s.Keys(OldExporter)
+	if len(old) == 0 {
+		t.Fatal("no node on the older exporter")
+	}
+	_, node, _ := strings.Cut(old[0], "/")
+	listed := false
+	for _, d := range []string{"pleg-fleet.json", "pleg-node.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "dashboards", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		panels, err := Panels(d, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range panels {
+			tm := TimePanel(context.Background(), prom.URL(), p, map[string]string{"node": node}, time.Hour, 20*time.Second, 1)
+			if tm.Err != nil {
+				t.Errorf("%s %q on %s (exporter %s): %v", d, p.Title, node, OldVersion, tm.Err)
+			}
+			if p.Title == "Nodes by risk" && strings.Contains(p.Expr, "payload") {
+				res, err := prom.API().Query(context.Background(), p.Expr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res {
+					listed = listed || r.Metric["node"] == node
+				}
+			}
+		}
+	}
+	if !listed {
+		t.Errorf("the fleet dashboard's nodes by risk leave out %s, on exporter %s", node, OldVersion)
+	}
 }
 
 // waitVerdict polls Alertmanager until every faulty node has its alert and

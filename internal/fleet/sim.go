@@ -232,11 +232,14 @@ func (n *Node) build() {
 	}, coll, slog.New(slog.DiscardHandler))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(buildInfo(n.Life), coll)
-	var g prometheus.Gatherer = prometheus.Gatherers{n.sim.self, reg}
+	// The exporter's handler as cmd/pleg_exporter builds it: its own
+	// process and Go series, and the handler's request counters.
+	handler := prometheus.NewRegistry()
+	var g prometheus.Gatherer = prometheus.Gatherers{n.sim.self, handler, reg}
 	if n.Life == OldExporter {
 		g = oldExporter{g}
 	}
-	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	h := promhttp.InstrumentMetricHandler(handler, promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	n.exporter = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n.exporterGone(time.Now()) {
 			http.Error(w, "the exporter's pod is gone", http.StatusServiceUnavailable)

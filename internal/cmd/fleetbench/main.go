@@ -1,0 +1,173 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+// Command fleetbench measures what the exporter and its mixin cost one
+// Prometheus at fleet scale, and the same fleet through Thanos, and writes
+// docs/fleet.md (make bench-fleet). Every figure comes from one run of this
+// program, on simulated nodes (internal/fleet) that serve the real
+// collector's exposition:
+//
+//   - for each fleet size, three runs of Debian's Prometheus (15 s scrape
+//     and evaluation): the kubelets alone without the mixin (the baseline),
+//     the exporters beside them with the rendered mixin, and the same with
+//     the opt-in per-namespace metrics; series per node, Prometheus' memory
+//     against the baseline, each rule group's evaluation time, each
+//     dashboard panel's query time at the dashboards' default range, and
+//     whether the alerts fired on the faulty nodes and only on them;
+//   - with -thanos, the largest fleet split over two clusters, each a
+//     Prometheus with a Thanos sidecar, Thanos Query over both and Thanos
+//     Ruler evaluating the mixin: the Ruler's rule groups, the panels through
+//     the Query beside the same panels on one cluster's Prometheus directly.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/fleet"
+	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/mixin"
+)
+
+var (
+	outFile     = flag.String("out", "docs/fleet.md", "report to write")
+	nodesFlag   = flag.String("nodes", "1000,5000", "fleet sizes, comma-separated")
+	warmup      = flag.Duration("run", 10*time.Minute, "how long each Prometheus scrapes before the measurements")
+	faultAfter  = flag.Duration("fault-after", 2*time.Minute, "when the faulty nodes fail")
+	thanosBin   = flag.String("thanos", "", "Thanos binary; empty: no Thanos run")
+	reps        = flag.Int("reps", 3, "runs of each panel query (the median is reported)")
+	rangeFlag   = flag.Duration("range", 6*time.Hour, "the dashboards' time range (their default)")
+	stepFlag    = flag.Duration("step", 20*time.Second, "range query step: Grafana's for the range on a panel ~1,100 pixels wide")
+	interval    = 15 * time.Second
+	dashboards  = []string{"pleg-fleet.json", "pleg-node.json"}
+	repoRoot, _ = filepath.Abs(".")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	if err := testenv.Check("prometheus", "prometheus-alertmanager"); err != nil {
+		log.Fatal(err)
+	}
+	testenv.CleanLeftoversOrExit()
+	var sizes []int
+	for _, f := range strings.Split(*nodesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 100 {
+			log.Fatalf("-nodes: %q is not a fleet size of at least 100", f)
+		}
+		sizes = append(sizes, n)
+	}
+	work, err := os.MkdirTemp("", "fleetbench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	ctx := context.Background()
+	rec, err := fleet.Record(ctx, fleet.DefaultRecordConfig(work))
+	if err != nil {
+		log.Fatal(err)
+	}
+	rep := &report{started: time.Now(), run: *warmup, rng: *rangeFlag, step: *stepFlag}
+	for _, n := range sizes {
+		for i, m := range []mode{baseline, withExporter, withNamespaces} {
+			r, err := single(ctx, filepath.Join(work, fmt.Sprintf("%d-%d", n, i)), rec, n, m)
+			if err != nil {
+				log.Fatalf("%d nodes, %s: %v", n, m, err)
+			}
+			rep.single = append(rep.single, r)
+		}
+	}
+	if *thanosBin != "" {
+		n := sizes[len(sizes)-1]
+		r, err := thanos(ctx, filepath.Join(work, fmt.Sprintf("%d-thanos", n)), rec, n)
+		if err != nil {
+			log.Fatalf("%d nodes through Thanos: %v", n, err)
+		}
+		rep.thanos = r
+	}
+	if err := os.WriteFile(*outFile, []byte(rep.markdown()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("wrote %s in %v", *outFile, time.Since(rep.started).Round(time.Second))
+}
+
+type mode string
+
+const (
+	baseline       mode = "kubelets only, no mixin"
+	withExporter   mode = "exporters and mixin"
+	withNamespaces mode = "exporters with --collector.namespaces"
+)
+
+// renderedDashboards are the committed dashboards (single cluster), or the
+// mixin's rendered with showMultiCluster.
+func renderedDashboards(multi bool) (map[string][]byte, error) {
+	if multi {
+		return mixin.RenderDashboards(filepath.Join(repoRoot, "mixin"), `{ showMultiCluster: true }`)
+	}
+	out := map[string][]byte{}
+	for _, d := range dashboards {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "dashboards", d))
+		if err != nil {
+			return nil, err
+		}
+		out[d] = b
+	}
+	return out, nil
+}
+
+func ruleFiles() []string {
+	return []string{filepath.Join(repoRoot, "mixin", "generated", "prometheus_rules.yaml"),
+		filepath.Join(repoRoot, "mixin", "generated", "prometheus_alerts.yaml")}
+}
+
+// timePanels times every query of the dashboards against base.
+func timePanels(ctx context.Context, base string, multi bool, vars map[string]string) ([]fleet.Timing, error) {
+	files, err := renderedDashboards(multi)
+	if err != nil {
+		return nil, err
+	}
+	var out []fleet.Timing
+	for _, d := range dashboards {
+		panels, err := fleet.Panels(d, files[d])
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range panels {
+			t := fleet.TimePanel(ctx, base, p, vars, *rangeFlag, *stepFlag, *reps)
+			if t.Err != nil {
+				return nil, t.Err
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// faultyNode is the node the node dashboard is timed on: an overflowing one.
+func faultyNode(s *fleet.Sim, cluster string) string {
+	for _, k := range s.Keys(fleet.Overflowing) {
+		if c, n, _ := strings.Cut(k, "/"); c == cluster {
+			return n
+		}
+	}
+	return s.Nodes()[0].Name
+}

@@ -1,0 +1,300 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/fleet"
+	"github.com/pleg-exporter/pleg_exporter/internal/measure"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
+)
+
+// singleResult is one Prometheus run.
+type singleResult struct {
+	nodes int
+	mode  mode
+	// Series per answering exporter and kubelet, the exporter's own process
+	// and Go series among them, recording rules' series, the head.
+	exporterSeries, selfSeries, kubeletSeries, recorded, head float64
+	// heap is the mean go_memstats_heap_inuse_bytes over the run's last
+	// third, rss the largest process_resident_memory_bytes.
+	heap, rss float64
+	groups    []fleet.GroupStat
+	panels    []fleet.Timing
+	verdict   fleet.Verdict
+	lives     map[fleet.Life]int
+}
+
+// serveFleet starts a simulated fleet and its HTTP targets.
+func serveFleet(rec *fleet.Recording, n int, clusters []string, namespaces bool) (*fleet.Sim, net.Listener, error) {
+	s, err := fleet.New(fleet.Config{Clusters: clusters, Nodes: n, Seed: 1, FaultAfter: *faultAfter, Namespaces: namespaces}, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.Start()
+	l, err := s.Serve("127.0.0.1:0")
+	if err != nil {
+		s.Stop()
+		return nil, nil, err
+	}
+	return s, l, nil
+}
+
+// writeTargets writes a cluster's targets, without the exporters' when
+// kubeletsOnly.
+func writeTargets(s *fleet.Sim, path, cluster, addr string, kubeletsOnly bool) error {
+	if !kubeletsOnly {
+		return s.WriteTargets(path, cluster, addr)
+	}
+	var keep []fleet.TargetGroup
+	for _, g := range s.Targets(cluster, addr) {
+		if g.Labels["job"] == "kubelet" {
+			keep = append(keep, g)
+		}
+	}
+	return fleet.WriteTargetGroups(path, keep)
+}
+
+func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode) (*singleResult, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, l, err := serveFleet(rec, n, nil, m == withNamespaces)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Stop()
+	defer l.Close()
+	targets := filepath.Join(dir, "targets.json")
+	if err := writeTargets(s, targets, "sim", l.Addr().String(), m == baseline); err != nil {
+		return nil, err
+	}
+	am, err := fleet.StartAlertmanager(filepath.Join(dir, "am"))
+	if err != nil {
+		return nil, err
+	}
+	defer am.Stop()
+	opts := fleet.PrometheusOptions{Dir: filepath.Join(dir, "prom"), Cluster: "sim", TargetsFile: targets, Alertmanagers: []string{am.Addr}}
+	if m != baseline {
+		opts.RuleFiles = ruleFiles()
+	}
+	prom, err := fleet.StartPrometheus(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer prom.Stop()
+	log.Printf("%d nodes, %s: Prometheus scraping for %v", n, m, *warmup)
+	wctx, cancel := context.WithTimeout(ctx, *warmup)
+	samples := fleet.Watch(wctx, prom, interval)
+	cancel()
+	r := &singleResult{nodes: n, mode: m, lives: s.ByLife()}
+	if err := r.series(ctx, prom.API()); err != nil {
+		return nil, err
+	}
+	r.heap, r.rss = memory(samples)
+	if len(samples) > 0 {
+		r.head = samples[len(samples)-1].HeadSeries
+	}
+	if m == baseline {
+		return r, nil
+	}
+	r.groups = fleet.RuleGroups(after(samples, *faultAfter), interval)
+	vars := map[string]string{"node": faultyNode(s, "sim"), "cluster": "sim"}
+	if r.panels, err = timePanels(ctx, prom.URL(), false, vars); err != nil {
+		return nil, err
+	}
+	alerts, err := fleet.Alerts(ctx, am)
+	if err != nil {
+		return nil, err
+	}
+	r.verdict = s.Judge(alerts)
+	log.Printf("%d nodes, %s: heap %.0f MiB, %d rule groups, %d panels; alerts: %v", n, m, r.heap/(1<<20), len(r.groups), len(r.panels), r.verdict.Alerted)
+	return r, nil
+}
+
+// series counts the series Prometheus holds per answering target.
+func (r *singleResult) series(ctx context.Context, api stack.API) error {
+	count := func(q string) (float64, error) {
+		res, err := api.Query(ctx, "count("+q+")")
+		if err != nil || len(res) == 0 {
+			return 0, err
+		}
+		v, _ := res[0].Value[1].(string)
+		return strconv.ParseFloat(v, 64)
+	}
+	var err error
+	up := map[string]float64{}
+	for _, job := range []string{"pleg-exporter", "kubelet"} {
+		if up[job], err = count(fmt.Sprintf(`up{job=%q} == 1`, job)); err != nil {
+			return err
+		}
+	}
+	per := func(q, job string) float64 {
+		v, e := count(q)
+		if e != nil {
+			err = e
+		}
+		if up[job] == 0 {
+			return 0
+		}
+		return v / up[job]
+	}
+	r.exporterSeries = per(`{job="pleg-exporter"}`, "pleg-exporter")
+	r.selfSeries = per(`{job="pleg-exporter", __name__=~"go_.*|process_.*|promhttp_.*"}`, "pleg-exporter")
+	r.kubeletSeries = per(`{job="kubelet"}`, "kubelet")
+	r.recorded = per(`{__name__=~".+:.+"}`, "pleg-exporter")
+	return err
+}
+
+// memory is the mean heap in use over the run's last third and the largest
+// resident set.
+func memory(samples []fleet.Sample) (heap, rss float64) {
+	var hs []float64
+	for i, s := range samples {
+		if i >= len(samples)*2/3 {
+			hs = append(hs, s.HeapInuse)
+		}
+		rss = max(rss, s.RSS)
+	}
+	sum := 0.0
+	for _, h := range hs {
+		sum += h
+	}
+	if len(hs) > 0 {
+		heap = sum / float64(len(hs))
+	}
+	return heap, rss
+}
+
+// after drops the samples of the run's first d (the faults begin then).
+func after(samples []fleet.Sample, d time.Duration) []fleet.Sample {
+	if len(samples) == 0 {
+		return nil
+	}
+	start := samples[0].At
+	var out []fleet.Sample
+	for _, s := range samples {
+		if s.At.Sub(start) >= d {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// thanosResult is the fleet over two clusters through Thanos.
+type thanosResult struct {
+	nodes           int
+	ruler           []fleet.GroupStat
+	direct, through []fleet.Timing
+	verdict         fleet.Verdict
+	heaps           []float64
+	lives           map[fleet.Life]int
+}
+
+func thanos(ctx context.Context, dir string, rec *fleet.Recording, n int) (*thanosResult, error) {
+	clusters := []string{"east", "west"}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, l, err := serveFleet(rec, n, clusters, false)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Stop()
+	defer l.Close()
+	am, err := fleet.StartAlertmanager(filepath.Join(dir, "am"))
+	if err != nil {
+		return nil, err
+	}
+	defer am.Stop()
+	var proms []*fleet.Server
+	var endpoints []string
+	for _, c := range clusters {
+		targets := filepath.Join(dir, c+"-targets.json")
+		if err := s.WriteTargets(targets, c, l.Addr().String()); err != nil {
+			return nil, err
+		}
+		pdir := filepath.Join(dir, "prom-"+c)
+		prom, err := fleet.StartPrometheus(fleet.PrometheusOptions{Dir: pdir, Cluster: c, TargetsFile: targets, Sidecar: true})
+		if err != nil {
+			return nil, err
+		}
+		defer prom.Stop()
+		side, err := fleet.StartSidecar(*thanosBin, filepath.Join(dir, "sidecar-"+c), prom, filepath.Join(pdir, "data"))
+		if err != nil {
+			return nil, err
+		}
+		defer side.Stop()
+		proms = append(proms, prom)
+		endpoints = append(endpoints, side.GRPC)
+	}
+	rulerGRPC, err := measure.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	query, err := fleet.StartQuery(*thanosBin, filepath.Join(dir, "query"), append(endpoints, rulerGRPC)...)
+	if err != nil {
+		return nil, err
+	}
+	defer query.Stop()
+	ruler, err := fleet.StartRuler(*thanosBin, filepath.Join(dir, "ruler"), rulerGRPC, query.Addr, am.Addr, interval, ruleFiles()...)
+	if err != nil {
+		return nil, err
+	}
+	defer ruler.Stop()
+	log.Printf("%d nodes over %v through Thanos: scraping for %v", n, clusters, *warmup)
+	return thanosMeasure(ctx, s, n, proms, query, ruler, am)
+}
+
+func thanosMeasure(ctx context.Context, s *fleet.Sim, n int, proms []*fleet.Server, query *fleet.ThanosServer,
+	ruler *fleet.ThanosServer, am *fleet.Server) (*thanosResult, error) {
+	wctx, cancel := context.WithTimeout(ctx, *warmup)
+	defer cancel()
+	var wg sync.WaitGroup
+	promSamples := make([][]fleet.Sample, len(proms))
+	for i, p := range proms {
+		wg.Add(1)
+		go func() { defer wg.Done(); promSamples[i] = fleet.Watch(wctx, p, interval) }()
+	}
+	rulerSamples := fleet.Watch(wctx, ruler.Server, interval)
+	wg.Wait()
+	r := &thanosResult{nodes: n, ruler: fleet.RuleGroups(after(rulerSamples, *faultAfter), interval), lives: s.ByLife()}
+	for _, smp := range promSamples {
+		h, _ := memory(smp)
+		r.heaps = append(r.heaps, h)
+	}
+	vars := map[string]string{"node": faultyNode(s, "east"), "cluster": "east"}
+	var err error
+	if r.direct, err = timePanels(ctx, proms[0].URL(), false, vars); err != nil {
+		return nil, err
+	}
+	if r.through, err = timePanels(ctx, query.URL(), true, vars); err != nil {
+		return nil, err
+	}
+	alerts, err := fleet.Alerts(ctx, am)
+	if err != nil {
+		return nil, err
+	}
+	r.verdict = s.Judge(alerts)
+	return r, nil
+}
