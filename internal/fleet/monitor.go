@@ -14,6 +14,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -144,13 +145,15 @@ func jsonList(l []string) string {
 }
 
 // StartAlertmanager starts Debian's Alertmanager with one receiver and no
-// integration: the test reads the alerts it received from its API.
-func StartAlertmanager(dir string) (*Server, error) {
+// integration: the test reads the alerts it received from its API. extra is
+// more of its configuration (inhibit_rules).
+func StartAlertmanager(dir string, extra ...string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "alertmanager.yml")
 	conf := "route:\n  receiver: default\n  group_by: [cluster, alertname, node]\n  group_wait: 5s\n  group_interval: 15s\nreceivers:\n  - name: default\n"
+	conf += strings.Join(extra, "\n")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
@@ -164,8 +167,41 @@ func StartAlertmanager(dir string) (*Server, error) {
 type Alert struct {
 	Labels map[string]string `json:"labels"`
 	Status struct {
-		State string `json:"state"`
+		State       string   `json:"state"`
+		InhibitedBy []string `json:"inhibitedBy"`
 	} `json:"status"`
+}
+
+// PostAlerts sends alerts to Alertmanager as Prometheus does (labels only,
+// firing from now for an hour).
+func PostAlerts(ctx context.Context, am *Server, labels ...map[string]string) error {
+	type alert struct {
+		Labels   map[string]string `json:"labels"`
+		StartsAt time.Time         `json:"startsAt"`
+		EndsAt   time.Time         `json:"endsAt"`
+	}
+	var body []alert
+	for _, l := range labels {
+		body = append(body, alert{Labels: l, StartsAt: time.Now(), EndsAt: time.Now().Add(time.Hour)})
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, am.URL()+"/api/v2/alerts", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("alertmanager: POST alerts: %s", resp.Status)
+	}
+	return nil
 }
 
 // Alerts returns the alerts Alertmanager holds now.
