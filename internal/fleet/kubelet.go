@@ -70,7 +70,7 @@ func (k *kubelet) Describe(ch chan<- *prometheus.Desc) {
 
 func (k *kubelet) Collect(ch chan<- prometheus.Metric) {
 	n := k.node
-	now := time.Now()
+	now := n.sim.clock.Now()
 	started, _ := n.kubeletStart(now)
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -34,6 +33,9 @@ type replay struct {
 	// phase is the population of the previous relist: a node that changes
 	// population (creeping, overflowing) relists as new pods.
 	phase string
+	// entered, when set, is closed once a held relist waits (History
+	// waits for it before it moves the clock on).
+	entered chan struct{}
 }
 
 var (
@@ -43,16 +45,17 @@ var (
 )
 
 func (r *replay) Relist(ctx context.Context) *kubecontainer.Snapshot {
-	start := time.Now()
+	clock := r.node.sim.clock
+	start := clock.Now()
 	if r.node.frozen(start) {
-		t := time.NewTimer(r.node.sim.cfg.RelistTimeout)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
+		if r.entered != nil {
+			close(r.entered)
+			r.entered = nil
 		}
+		timeout := r.node.sim.cfg.RelistTimeout
+		clock.waitUntil(ctx, start.Add(timeout))
 		s := *r.node.sim.rec.Hung
-		s.Start, s.Duration = start, time.Since(start)
+		s.Start, s.Duration = start, min(clock.Now().Sub(start), timeout)
 		return &s
 	}
 	p := r.node.phase(start)
@@ -82,7 +85,7 @@ func (r *replay) Close() error { return nil }
 // InspectPod replays the recorded inspection's calls for the pod.
 func (r *replay) InspectPod(_ context.Context, uid string, track kubecontainer.CallTracker) kubecontainer.PodInspection {
 	in := r.node.sim.rec.Inspection
-	in.UID, in.Start = uid, time.Now()
+	in.UID, in.Start = uid, r.node.sim.clock.Now()
 	in.Calls = slices.Clone(in.Calls)
 	for i := range in.Calls {
 		in.Calls[i].Start = in.Start
@@ -98,7 +101,7 @@ func (r *replay) InspectPod(_ context.Context, uid string, track kubecontainer.C
 
 // Probe replays the recorded probes of the notready sandboxes.
 func (r *replay) Probe(context.Context) []kubecontainer.ProbeResult {
-	if r.node.frozen(time.Now()) {
+	if r.node.frozen(r.node.sim.clock.Now()) {
 		return nil
 	}
 	return slices.Clone(r.node.sim.rec.Probes)

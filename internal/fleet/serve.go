@@ -77,20 +77,24 @@ type TargetGroup struct {
 func (s *Sim) Targets(cluster, addr string) []TargetGroup {
 	var out []TargetGroup
 	for _, n := range s.nodes {
-		if n.Cluster != cluster {
-			continue
+		if n.Cluster == cluster {
+			out = append(out, s.nodeTargets(n, addr)...)
 		}
-		out = append(out, TargetGroup{Targets: []string{addr}, Labels: map[string]string{
-			"__metrics_path__": fmt.Sprintf(exporterPath, n.Cluster, n.Name),
-			"job":              "pleg-exporter", "node": n.Name, "instance": n.IP + ":10391",
-			"namespace": "monitoring", "pod": "pleg-exporter-" + n.Name[len(n.Name)-5:], "container": "pleg-exporter",
-		}}, TargetGroup{Targets: []string{addr}, Labels: map[string]string{
-			"__metrics_path__": fmt.Sprintf(kubeletPath, n.Cluster, n.Name),
-			"job":              "kubelet", "node": n.Name, "instance": n.IP + ":10250", "metrics_path": "/metrics",
-			"namespace": "kube-system", "service": "kubelet", "endpoint": "https-metrics",
-		}})
 	}
 	return out
+}
+
+// nodeTargets are a node's exporter and kubelet targets.
+func (s *Sim) nodeTargets(n *Node, addr string) []TargetGroup {
+	return []TargetGroup{{Targets: []string{addr}, Labels: map[string]string{
+		"__metrics_path__": fmt.Sprintf(exporterPath, n.Cluster, n.Name),
+		"job":              "pleg-exporter", "node": n.Name, "instance": n.IP + ":10391",
+		"namespace": "monitoring", "pod": "pleg-exporter-" + n.Name[len(n.Name)-5:], "container": "pleg-exporter",
+	}}, {Targets: []string{addr}, Labels: map[string]string{
+		"__metrics_path__": fmt.Sprintf(kubeletPath, n.Cluster, n.Name),
+		"job":              "kubelet", "node": n.Name, "instance": n.IP + ":10250", "metrics_path": "/metrics",
+		"namespace": "kube-system", "service": "kubelet", "endpoint": "https-metrics",
+	}}}
 }
 
 // WriteTargets writes a cluster's targets as a file_sd file.

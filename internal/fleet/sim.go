@@ -96,6 +96,10 @@ type Config struct {
 	RelistInterval, RelistTimeout, Threshold time.Duration
 	// Seed deals the lives; the same seed and size give the same fleet.
 	Seed uint64
+	// Start, when set, is when the lives begin on a virtual clock that
+	// History moves up to the wall clock's time; zero: now, on the wall
+	// clock.
+	Start time.Time
 }
 
 // DefaultShares is a fleet in the proportions of the issue: most healthy.
@@ -133,12 +137,15 @@ func (c *Config) defaults() {
 type Sim struct {
 	cfg   Config
 	rec   *Recording
+	clock *clock
 	start time.Time
 	nodes []*Node
 	byKey map[string]*Node
 	// self is the exporter's own process and Go metrics, the same for
 	// every node (they are one process here).
-	self   *prometheus.Registry
+	self *prometheus.Registry
+	// held are the relists History left under way, by node.
+	held   map[*Node]chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -154,8 +161,13 @@ type Node struct {
 	index    int
 	offset   time.Duration // spreads restarts and creeping over the fleet
 	relister *pleg.Relister
-	exporter http.Handler
-	kubelet  http.Handler
+	runtime  *replay
+	// product gathers the exporter's product series (an older exporter's
+	// families only), kubeletRegistry the kubelet's: what History emits.
+	product         prometheus.Gatherer
+	kubeletRegistry *prometheus.Registry
+	exporter        http.Handler
+	kubelet         http.Handler
 }
 
 // New deals the lives and builds each node's relister and collector. Start
@@ -165,7 +177,10 @@ func New(cfg Config, rec *Recording) (*Sim, error) {
 	if cfg.Nodes <= 0 {
 		return nil, fmt.Errorf("fleet: %d nodes", cfg.Nodes)
 	}
-	s := &Sim{cfg: cfg, rec: rec, start: time.Now(), byKey: map[string]*Node{}, self: prometheus.NewRegistry()}
+	s := &Sim{cfg: cfg, rec: rec, clock: newClock(cfg.Start), start: cfg.Start, byKey: map[string]*Node{}, self: prometheus.NewRegistry()}
+	if s.start.IsZero() {
+		s.start = time.Now()
+	}
 	s.self.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	per := cfg.Nodes / len(cfg.Clusters)
@@ -225,13 +240,19 @@ func deal(cfg Config, nodes int, seed uint64) ([]Life, error) {
 
 func (n *Node) build() {
 	cfg := n.sim.cfg
-	coll := collector.New(collector.Config{Threshold: cfg.Threshold, LimitBytes: n.sim.rec.LimitBytes, Probes: true, Status: true})
-	n.relister = pleg.NewRelister(&replay{node: n}, pleg.Config{
+	now := n.sim.clock.Now
+	coll := collector.New(collector.Config{Threshold: cfg.Threshold, LimitBytes: n.sim.rec.LimitBytes, Probes: true, Status: true, Now: now})
+	n.runtime = &replay{node: n}
+	n.relister = pleg.NewRelister(n.runtime, pleg.Config{
 		Interval: cfg.RelistInterval, LimitBytes: n.sim.rec.LimitBytes, Probes: true, Status: true,
-		StatusStartupPods: 20, StatusStartupTimeout: 5 * time.Second, StatusMaxDuration: cfg.Threshold,
+		StatusStartupPods: 20, StatusStartupTimeout: 5 * time.Second, StatusMaxDuration: cfg.Threshold, Now: now,
 	}, coll, slog.New(slog.DiscardHandler))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(buildInfo(n.Life), coll)
+	n.product = reg
+	if n.Life == OldExporter {
+		n.product = oldExporter{reg}
+	}
 	// The exporter's handler as cmd/pleg_exporter builds it: its own
 	// process and Go series, and the handler's request counters.
 	handler := prometheus.NewRegistry()
@@ -241,7 +262,7 @@ func (n *Node) build() {
 	}
 	h := promhttp.InstrumentMetricHandler(handler, promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	n.exporter = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n.exporterGone(time.Now()) {
+		if n.exporterGone(n.sim.clock.Now()) {
 			http.Error(w, "the exporter's pod is gone", http.StatusServiceUnavailable)
 			return
 		}
@@ -249,9 +270,10 @@ func (n *Node) build() {
 	})
 	kreg := prometheus.NewRegistry()
 	kreg.MustRegister(&kubelet{node: n})
+	n.kubeletRegistry = kreg
 	kh := promhttp.HandlerFor(kreg, promhttp.HandlerOpts{})
 	n.kubelet = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, down := n.kubeletStart(time.Now()); down {
+		if _, down := n.kubeletStart(n.sim.clock.Now()); down {
 			http.Error(w, "the kubelet is restarting", http.StatusServiceUnavailable)
 			return
 		}
@@ -274,6 +296,13 @@ func (s *Sim) Start() {
 			case <-ctx.Done():
 				return
 			}
+			if done := s.held[n]; done != nil {
+				select {
+				case <-done:
+				case <-ctx.Done():
+					return
+				}
+			}
 			n.relister.Run(ctx)
 		}()
 	}
@@ -284,8 +313,12 @@ func (s *Sim) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.clock.real()
 	s.wg.Wait()
 }
+
+// Now is the fleet's time.
+func (s *Sim) Now() time.Time { return s.clock.Now() }
 
 // Nodes returns the nodes, in the order they were dealt.
 func (s *Sim) Nodes() []*Node { return s.nodes }

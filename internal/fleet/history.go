@@ -1,0 +1,153 @@
+// Copyright 2026 The pleg_exporter Authors
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package fleet
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Emit receives one scrape of one target at t: the target's labels (those
+// of Targets, job among them, __metrics_path__ left out) and what it
+// exposed; nil families when it did not answer.
+type Emit func(t time.Time, target map[string]string, families []*dto.MetricFamily) error
+
+// relistEvent is a relist starting, or a held one ending, at a time.
+type relistEvent struct {
+	at   time.Time
+	node *Node
+	end  bool
+}
+
+// events is a min-heap of relist events by time.
+type events []relistEvent
+
+func (e events) Len() int           { return len(e) }
+func (e events) Less(i, j int) bool { return e[i].at.Before(e[j].at) }
+func (e events) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)        { *e = append(*e, x.(relistEvent)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// held is a relist of a frozen runtime under way.
+type held struct {
+	end  time.Time
+	done chan struct{}
+}
+
+// History lives the fleet made with Config.Start from its start up to
+// until on the virtual clock: every node relists as its relist loop would
+// (every RelistInterval, a frozen runtime's relist held until its
+// deadline), and every step each target's exposition goes to emit, as a
+// scrape would have seen it. The exporter's own process and Go series are
+// left out (the wall clock's, and read by no rule or panel). Afterwards
+// the clock is the wall clock: Start runs the same nodes on from there.
+func (s *Sim) History(ctx context.Context, until time.Time, step time.Duration, emit Emit) error {
+	if !s.clock.virtual {
+		return fmt.Errorf("fleet: History needs a fleet with Config.Start")
+	}
+	q := &events{}
+	for _, n := range s.nodes {
+		heap.Push(q, relistEvent{at: s.start.Add(time.Duration(n.index) * s.cfg.RelistInterval / time.Duration(len(s.nodes))), node: n})
+	}
+	holds := map[*Node]*held{}
+	defer func() {
+		// The held relists go on on the wall clock, until their deadline;
+		// Start runs those nodes' relist loops once they end.
+		s.clock.real()
+		s.held = map[*Node]chan struct{}{}
+		for n, h := range holds {
+			s.held[n] = h.done
+		}
+	}()
+	for t := s.start.Add(step); !t.After(until); t = t.Add(step) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for q.Len() > 0 && !(*q)[0].at.After(t) {
+			s.relist(ctx, heap.Pop(q).(relistEvent), q, holds)
+		}
+		s.clock.set(t)
+		if err := s.scrapeAll(t, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relist runs one event at its time: a relist, or the end of a held one.
+func (s *Sim) relist(ctx context.Context, ev relistEvent, q *events, holds map[*Node]*held) {
+	s.clock.set(ev.at)
+	n := ev.node
+	if ev.end {
+		<-holds[n].done
+		delete(holds, n)
+		heap.Push(q, relistEvent{at: ev.at.Add(s.cfg.RelistInterval), node: n})
+		return
+	}
+	if !n.frozen(ev.at) {
+		n.relister.RelistOnce(ctx)
+		heap.Push(q, relistEvent{at: ev.at.Add(s.cfg.RelistInterval), node: n})
+		return
+	}
+	h := &held{end: ev.at.Add(s.cfg.RelistTimeout), done: make(chan struct{})}
+	entered := make(chan struct{})
+	n.runtime.entered = entered
+	go func() { n.relister.RelistOnce(ctx); close(h.done) }()
+	select {
+	case <-entered:
+	case <-h.done:
+	}
+	holds[n] = h
+	heap.Push(q, relistEvent{at: h.end, node: n, end: true})
+}
+
+// scrapeAll emits every target of every node at t.
+func (s *Sim) scrapeAll(t time.Time, emit Emit) error {
+	for _, n := range s.nodes {
+		for _, tg := range s.nodeTargets(n, "") {
+			var mfs []*dto.MetricFamily
+			var err error
+			switch job := tg.Labels["job"]; {
+			case job == "kubelet":
+				if _, down := n.kubeletStart(t); !down {
+					mfs, err = n.kubeletRegistry.Gather()
+				}
+			case !n.exporterGone(t):
+				mfs, err = n.product.Gather()
+			}
+			if err != nil {
+				return fmt.Errorf("fleet: %s %s: %w", n.Name, tg.Labels["job"], err)
+			}
+			labels := map[string]string{}
+			for k, v := range tg.Labels {
+				if k != "__metrics_path__" {
+					labels[k] = v
+				}
+			}
+			if err := emit(t, labels, mfs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
