@@ -96,6 +96,27 @@ func TestReadRecording(t *testing.T) {
 	if err := SameChecks(r, &live); err == nil || !strings.Contains(err.Error(), "_default") {
 		t.Errorf("another cell: %v", err)
 	}
+	// Two runs of one cell on a fresh machine: at NotReady the freeze
+	// paged with PLEGRuntimeHung in both; which stall alerts had passed
+	// their for: then differed.
+	hung, stalled := `{alertname="PLEGRuntimeHung", severity="critical"}`, `{alertname="PLEGRelistStalled", severity="critical"}`
+	warn, over := `{alertname="PLEGKubeletStalled", severity="warning"}`, `{alertname="PLEGPayloadOverLimit", severity="critical"}`
+	a := &Recorded{Kubelet: "v1.35.4", Runtime: "containerd-v1.7.35", Checks: []RecordedCheck{{Name: "at rest"}, {Name: "freeze", Alerts: []string{warn, over, hung}}}}
+	b := &Recorded{Kubelet: "v1.35.4", Runtime: "containerd-v1.7.35", Checks: []RecordedCheck{{Name: "at rest"}, {Name: "freeze", Alerts: []string{stalled, hung}}}}
+	if err := SameChecks(a, b); err != nil {
+		t.Errorf("paging with the same PLEGRuntimeHung: %v", err)
+	}
+	if d := Drift(a, b); len(d) != 1 || !strings.Contains(d[0], "PLEGKubeletStalled") || !strings.Contains(d[0], "PLEGRelistStalled") {
+		t.Errorf("drift %v", d)
+	}
+	b.Checks[1].Alerts = []string{stalled, warn}
+	if err := SameChecks(a, b); err == nil || !strings.Contains(err.Error(), "none of them") {
+		t.Errorf("paging without any of the recorded critical alerts: %v", err)
+	}
+	b.Checks[0].Alerts = []string{warn}
+	if err := SameChecks(a, b); err == nil || !strings.Contains(err.Error(), "check 1") {
+		t.Errorf("a quiet check firing: %v", err)
+	}
 	bad := strings.Replace(recordedFile, `git_version=\"v1.36.3\", `, "", 1)
 	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
