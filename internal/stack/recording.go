@@ -113,16 +113,16 @@ func (r *Recording) Write(ctx context.Context, a API, path string, f RecordingFi
 	var tests []recordedExpr
 	var names []string
 	for i, c := range r.checks {
-		until := end
-		if i+1 < len(r.checks) {
-			until = r.checks[i+1].at
-		}
-		at, res, ok, err := steady(ctx, a, start, c, step, until)
+		// The state checked is the one the test held (Hold) right after
+		// the check, never a later one: searched up to the next check, a
+		// check whose alerts kept changing was recorded at whatever state
+		// held still next, the next scenario's.
+		at, res, ok, err := steady(ctx, a, start, c, step, checkUntil(r.checks, i, end))
 		if err != nil {
 			return "", fmt.Errorf("record %s: %w", c.name, err)
 		}
 		if !ok {
-			return "", fmt.Errorf("record %s: the alerts changed at every step before the next check", c.name)
+			return "", fmt.Errorf("record %s: the alerts changed at every step within %v of the check", c.name, checkWindow)
 		}
 		samples := []recordedSample{}
 		for _, s := range res {
@@ -218,8 +218,25 @@ func stepValues(s Series, start time.Time, step time.Duration, steps int) []stri
 	return vals
 }
 
-// steady is the first evaluation step at or after a check, and before the
-// next one, at which the live Prometheus had the same alerts firing one step
+// checkUntil is the end of check i's search: checkWindow after it, and
+// before the next check and the end of the recording.
+func checkUntil(checks []recordedCheck, i int, end time.Time) time.Time {
+	until := checks[i].at.Add(checkWindow)
+	if end.Before(until) {
+		until = end
+	}
+	if i+1 < len(checks) && checks[i+1].at.Before(until) {
+		until = checks[i+1].at
+	}
+	return until
+}
+
+// checkWindow bounds the search for a check's steady step: the 45 s a
+// Hold keeps the state, and the steps around it.
+const checkWindow = 90 * time.Second
+
+// steady is the first evaluation step at or after a check, and before
+// until, at which the live Prometheus had the same alerts firing one step
 // before and one step after: away from a transition, where promtool's
 // evaluation of the sampled series and the live one, at other instants,
 // could disagree. ok is false when there is none.

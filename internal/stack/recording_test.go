@@ -14,8 +14,13 @@
 package stack
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +128,42 @@ func TestReadRecording(t *testing.T) {
 	}
 	if _, err := ReadRecording(path); err == nil || !strings.Contains(err.Error(), "no kubelet version") {
 		t.Errorf("a recording without the kubelet's version: %v", err)
+	}
+}
+
+// A check whose alerts keep changing past its window is not recorded at
+// the next scenario's steady state (the fresh run's freeze checks were
+// recorded in the overflow that followed).
+func TestSteadyStaysInTheCheck(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	step := 15 * time.Second
+	// The alerts change every step for the first 5 minutes, then hold.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts, _ := strconv.ParseFloat(r.URL.Query().Get("time"), 64)
+		n := int(time.Unix(int64(ts), 0).Sub(start) / step)
+		if n > 20 {
+			n = 20
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"alertname":"A%d","severity":"warning"},"value":[%v,"1"]}]}}`, n, ts)
+	}))
+	defer srv.Close()
+	checks := []recordedCheck{{"freeze", start.Add(time.Minute)}, {"overflow", start.Add(10 * time.Minute)}}
+	end := start.Add(12 * time.Minute)
+	if got := checkUntil(checks, 0, end); !got.Equal(start.Add(time.Minute + checkWindow)) {
+		t.Errorf("the freeze's search ends at %v", got.Sub(start))
+	}
+	if got := checkUntil(checks, 1, end); !got.Equal(start.Add(10*time.Minute + checkWindow)) {
+		t.Errorf("the overflow's search ends at %v", got.Sub(start))
+	}
+	if got := checkUntil(checks[:1], 0, start.Add(80*time.Second)); !got.Equal(start.Add(80 * time.Second)) {
+		t.Errorf("a search past the recording's end: %v", got.Sub(start))
+	}
+	_, _, ok, err := steady(context.Background(), API(srv.URL), start, checks[0], step, checkUntil(checks, 0, end))
+	if err != nil || ok {
+		t.Errorf("a freeze whose alerts changed at every step of its window was recorded steady (%v)", err)
+	}
+	at, res, ok, err := steady(context.Background(), API(srv.URL), start, checks[1], step, checkUntil(checks, 1, end))
+	if err != nil || !ok || !at.Equal(checks[1].at) || len(res) != 1 || res[0].Metric["alertname"] != "A20" {
+		t.Errorf("the overflow's steady step: %v %v %v %v", at.Sub(start), res, ok, err)
 	}
 }
