@@ -328,7 +328,8 @@ func checkServiceMonitor(t *testing.T, sm *monitoringv1.ServiceMonitor, svc *cor
 		t.Fatalf("ServiceMonitor endpoints %+v", sm.Spec.Endpoints)
 	}
 	e, p := sm.Spec.Endpoints[0], pm.Spec.PodMetricsEndpoints[0]
-	if e.Port != svc.Spec.Ports[0].Name || e.Interval != p.Interval || e.ScrapeTimeout != p.ScrapeTimeout || !reflect.DeepEqual(e.RelabelConfigs, p.RelabelConfigs) {
+	if e.Port != svc.Spec.Ports[0].Name || e.Interval != p.Interval || e.ScrapeTimeout != p.ScrapeTimeout ||
+		!reflect.DeepEqual(e.RelabelConfigs, p.RelabelConfigs) || e.HonorLabels != p.HonorLabels {
 		t.Errorf("ServiceMonitor endpoint %+v, PodMonitor's %+v", e, p)
 	}
 }

@@ -230,6 +230,11 @@ func checkPodMonitor(t *testing.T, pm *monitoringv1.PodMonitor) {
 	if !ok {
 		t.Error("PodMonitor does not relabel the node name into node")
 	}
+	// pleg_namespace_containers{namespace=...}: the namespace counted, not
+	// the exporter pod's.
+	if !ep.HonorLabels {
+		t.Error("PodMonitor without honorLabels: the per-namespace series' namespace label would become exported_namespace")
+	}
 }
 
 // The PrometheusRule carries exactly the mixin's groups.

@@ -17,6 +17,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -37,11 +38,12 @@ func rulesFiles(t *testing.T) []string {
 	return []string{filepath.Join(dir, "prometheus_rules.yaml"), filepath.Join(dir, "prometheus_alerts.yaml")}
 }
 
-// smallFleet has two or three nodes of each life, faults 45s in.
+// smallFleet has a node of each life per cluster, faults 45s in, with the
+// per-namespace metrics on.
 func smallFleet(t *testing.T, clusters ...string) *Sim {
 	shares := map[Life]float64{Creeping: 0.05, Overflowing: 0.05, Frozen: 0.05, KubeletRestarting: 0.05, Gone: 0.05, OldExporter: 0.05}
 	s, err := New(Config{Clusters: clusters, Nodes: 20 * len(clusters), Shares: shares, Seed: 30, FaultAfter: 45 * time.Second,
-		KubeletRestartEvery: 90 * time.Second}, recording(t))
+		KubeletRestartEvery: 90 * time.Second, Namespaces: true}, recording(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +88,27 @@ func TestFleetAlerts(t *testing.T) {
 	t.Logf("fleet: %v", s.ByLife())
 	waitVerdict(t, s, am, 4*time.Minute, 7*time.Minute)
 	checkPanels(t, s, prom)
+	checkNamespaceLabels(t, prom)
+}
+
+// checkNamespaceLabels: scraped as the chart's PodMonitor scrapes (the
+// target's namespace is the exporter pod's, honorLabels), the per-namespace
+// series keep the namespace they count.
+func checkNamespaceLabels(t *testing.T, prom *Server) {
+	t.Helper()
+	res, err := prom.API().Query(context.Background(), `count by (namespace, exported_namespace) (pleg_namespace_containers)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res {
+		got = append(got, r.Metric["namespace"]+"/"+r.Metric["exported_namespace"])
+	}
+	sort.Strings(got)
+	// fakecri.Generate's namespaces, none renamed.
+	if want := "batch-jobs/ default/ kube-system/"; strings.Join(got, " ") != want {
+		t.Errorf("pleg_namespace_containers by namespace/exported_namespace: %v, want %s", got, want)
+	}
 }
 
 // checkPanels runs every panel of both dashboards on a node still on the

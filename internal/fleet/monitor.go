@@ -122,8 +122,10 @@ func StartPrometheus(o PrometheusOptions) (*Server, error) {
 	if len(o.Alertmanagers) > 0 {
 		fmt.Fprintf(&b, "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: %s\n", jsonList(o.Alertmanagers))
 	}
-	// The job label comes from each target (pleg-exporter, kubelet).
-	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: fleet\n    file_sd_configs:\n      - files: [%q]\n        refresh_interval: 30s\n", o.TargetsFile)
+	// The job label comes from each target (pleg-exporter, kubelet). The
+	// targets' own labels win, as the chart's PodMonitor (honorLabels) and
+	// kube-prometheus-stack's kubelet ServiceMonitor have it.
+	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: fleet\n    honor_labels: true\n    file_sd_configs:\n      - files: [%q]\n        refresh_interval: 30s\n", o.TargetsFile)
 	cfg := filepath.Join(o.Dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
 		return nil, err
