@@ -62,6 +62,18 @@ CONTAINERD17 := .tools/containerd-$(CONTAINERD17_VERSION)
 # version.
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
+# Thanos for the fleet benchmark (sidecars, Query, Ruler over two
+# Prometheus): github.com/thanos-io/thanos from the module proxy, built once
+# (fleet.ThanosVersion names the same one). Its go.mod wants Go 1.26.10,
+# newer than this machine's, so it builds with the Go release the module
+# proxy serves for that (THANOS_TOOLCHAIN, fetched once into the module cache).
+THANOS_VERSION := v0.42.5
+THANOS    := .tools/thanos-$(THANOS_VERSION)/thanos
+THANOS_TOOLCHAIN := go1.27.3
+# Its release build tags (.promu.yml): without slicelabels its gRPC store API
+# casts Prometheus' labels to its own in a layout they do not have, and the
+# sidecar and Query panic on their first Series call.
+THANOS_TAGS := netgo,slicelabels
 
 .PHONY: all build release plot-overflow run deps deps-runtime lint vet fmt-check license-check funclen test test-unit checkmetrics mixin jsonnetfmt mixin-check image go-image clean
 
@@ -93,6 +105,7 @@ lint: vet fmt-check license-check funclen
 
 vet:
 	$(GO) vet ./...
+	cd internal/cmd/fleetbench && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -249,6 +262,9 @@ $(HELM):
 	GOBIN=$(abspath $(dir $(HELM))) CGO_ENABLED=0 $(GO) install -trimpath \
 		-ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
+$(THANOS):
+	GO=$(GO) TOOLCHAIN=$(THANOS_TOOLCHAIN) TAGS=$(THANOS_TAGS) bash scripts/build-module.sh github.com/thanos-io/thanos $(THANOS_VERSION) $(dir $(THANOS)) ./cmd/thanos
+
 ## record-streaming: the real-kubelet run on containerd 2.4 with CRIListStreaming, rewriting the promtool test
 ## of its recorded series (root). RECORD_LONG=1 adds 5300 containers and the threshold (about 30 minutes);
 ## empty, the steps of make test (about 10 minutes).
@@ -304,3 +320,15 @@ bench-status:
 .PHONY: bench-gc
 bench-gc: deps-runtime $(CRICTL)
 	$(GO) run ./internal/cmd/gcbench --crictl $(CURDIR)/$(CRICTL) --out docs/gc-benchmark.md
+
+## bench-fleet: the mixin on one Prometheus at 1,000 and 5,000 simulated nodes with 6 hours stored, and through Thanos;
+## writes docs/fleet.md (root; FLEET_NODES, FLEET_RUN, FLEET_HISTORY; about 2 hours with the defaults).
+# internal/cmd/fleetbench is a module of its own: it writes the history as TSDB blocks with Prometheus' tsdb package,
+# which the product's module does not depend on.
+FLEET_NODES ?= 1000,5000
+FLEET_RUN ?= 10m
+FLEET_HISTORY ?= 6h
+.PHONY: bench-fleet
+bench-fleet: deps $(THANOS)
+	cd internal/cmd/fleetbench && $(GO) run . --repo $(CURDIR) --nodes $(FLEET_NODES) --run $(FLEET_RUN) \
+		--history $(FLEET_HISTORY) --thanos $(abspath $(THANOS)) --out $(CURDIR)/docs/fleet.md

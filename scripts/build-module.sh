@@ -11,6 +11,7 @@
 # replaces are dropped (the published modules of the same version resolve
 # instead), and it is built from there. COPY=DIR1:DIR2 copies directories of
 # the module into OUT too (the operator's CRDs).
+# TAGS are the module's own release build tags (Thanos: netgo,slicelabels).
 # Usage: scripts/build-module.sh MODULE VERSION OUT PKG...   (PKG relative to the module root, e.g. ./cmd/operator)
 set -euo pipefail
 module=${1:?usage: build-module.sh MODULE VERSION OUT PKG...}
@@ -57,10 +58,12 @@ for p in "${missing[@]}"; do
 done
 mkdir -p "$work/bin"
 # The module's go.mod may name a newer patch toolchain than this machine's
-# Go: the local one builds it (GOTOOLCHAIN=local), nothing is downloaded.
+# Go: the local one builds it (GOTOOLCHAIN=local), nothing is downloaded,
+# unless TOOLCHAIN names the Go release to build with (one the module proxy
+# serves, for a go.mod whose go line is newer than this machine's Go).
 for p in "${missing[@]}"; do
-  GOTOOLCHAIN=local GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 "$go" build -trimpath \
-    -ldflags "-s -w" -o "$work/bin/$(binname "$p")" "$p"
+  GOTOOLCHAIN=${TOOLCHAIN:-local} GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 "$go" build -trimpath \
+    ${TAGS:+-tags "$TAGS"} -ldflags "-s -w" -o "$work/bin/$(binname "$p")" "$p"
 done
 IFS=: read -r -a copies <<< "${COPY:-}"
 for d in "${copies[@]}"; do

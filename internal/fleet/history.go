@@ -22,10 +22,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Emit receives one scrape of one target at t: the target's labels (those
-// of Targets, job among them, __metrics_path__ left out) and what it
-// exposed; nil families when it did not answer.
-type Emit func(t time.Time, target map[string]string, families []*dto.MetricFamily) error
+// Emit receives one scrape of one target of a cluster at t: the target's
+// labels (those of Targets, job among them, __metrics_path__ left out) and
+// what it exposed; nil families when it did not answer.
+type Emit func(t time.Time, cluster string, target map[string]string, families []*dto.MetricFamily) error
 
 // relistEvent is a relist starting, or a held one ending, at a time.
 type relistEvent struct {
@@ -54,44 +54,79 @@ type held struct {
 	done chan struct{}
 }
 
-// History lives the fleet made with Config.Start from its start up to
-// until on the virtual clock: every node relists as its relist loop would
+// history is where History left the virtual clock.
+type history struct {
+	q     *events
+	holds map[*Node]*held
+	last  time.Time
+}
+
+// History lives the fleet made with Config.Start on the virtual clock from
+// where it stands up to until: every node relists as its relist loop would
 // (every RelistInterval, a frozen runtime's relist held until its
 // deadline), and every step each target's exposition goes to emit, as a
 // scrape would have seen it. The exporter's own process and Go series are
-// left out (the wall clock's, and read by no rule or panel). Afterwards
-// the clock is the wall clock: Start runs the same nodes on from there.
+// left out (the wall clock's, and read by no rule or panel). Called again,
+// it goes on from there; CatchUp runs it up to the wall clock. Start then
+// runs the same nodes on on the wall clock.
 func (s *Sim) History(ctx context.Context, until time.Time, step time.Duration, emit Emit) error {
 	if !s.clock.virtual {
-		return fmt.Errorf("fleet: History needs a fleet with Config.Start")
+		return fmt.Errorf("fleet: History needs a fleet with Config.Start that has not started")
 	}
-	q := &events{}
-	for _, n := range s.nodes {
-		heap.Push(q, relistEvent{at: s.start.Add(time.Duration(n.index) * s.cfg.RelistInterval / time.Duration(len(s.nodes))), node: n})
-	}
-	holds := map[*Node]*held{}
-	defer func() {
-		// The held relists go on on the wall clock, until their deadline;
-		// Start runs those nodes' relist loops once they end.
-		s.clock.real()
-		s.held = map[*Node]chan struct{}{}
-		for n, h := range holds {
-			s.held[n] = h.done
+	h := s.hist
+	if h == nil {
+		h = &history{q: &events{}, holds: map[*Node]*held{}, last: s.start}
+		for _, n := range s.nodes {
+			heap.Push(h.q, relistEvent{at: s.start.Add(time.Duration(n.index) * s.cfg.RelistInterval / time.Duration(len(s.nodes))), node: n})
 		}
-	}()
-	for t := s.start.Add(step); !t.After(until); t = t.Add(step) {
+		s.hist = h
+	}
+	for t := h.last.Add(step); !t.After(until); t = t.Add(step) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for q.Len() > 0 && !(*q)[0].at.After(t) {
-			s.relist(ctx, heap.Pop(q).(relistEvent), q, holds)
+		for h.q.Len() > 0 && !(*h.q)[0].at.After(t) {
+			s.relist(ctx, heap.Pop(h.q).(relistEvent), h.q, h.holds)
 		}
 		s.clock.set(t)
 		if err := s.scrapeAll(t, emit); err != nil {
 			return err
 		}
+		h.last = t
 	}
 	return nil
+}
+
+// CatchUp runs History up to the wall clock, again and again until less
+// than a step is left (each run is shorter than the one before), so that
+// stored samples end where a Prometheus started next begins scraping. It
+// returns the time of the last step.
+func (s *Sim) CatchUp(ctx context.Context, step time.Duration, emit Emit) (time.Time, error) {
+	for {
+		now := time.Now()
+		if s.hist != nil && now.Sub(s.hist.last) < step {
+			return s.hist.last, nil
+		}
+		if err := s.History(ctx, now, step, emit); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// live hands the virtual clock over to the wall clock: the relists History
+// left held go on until their deadline, and Start runs those nodes' relist
+// loops once they end.
+func (s *Sim) live() {
+	if !s.clock.virtual {
+		return
+	}
+	s.clock.real()
+	s.held = map[*Node]chan struct{}{}
+	if s.hist != nil {
+		for n, h := range s.hist.holds {
+			s.held[n] = h.done
+		}
+	}
 }
 
 // relist runs one event at its time: a relist, or the end of a held one.
@@ -144,7 +179,7 @@ func (s *Sim) scrapeAll(t time.Time, emit Emit) error {
 					labels[k] = v
 				}
 			}
-			if err := emit(t, labels, mfs); err != nil {
+			if err := emit(t, n.Cluster, labels, mfs); err != nil {
 				return err
 			}
 		}

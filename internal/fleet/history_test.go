@@ -46,10 +46,9 @@ func TestHistory(t *testing.T) {
 	}
 	defer s.Stop()
 	fault := start.Add(10 * time.Minute)
-	until := time.Now()
 	scrapes, down := map[Life]int{}, map[Life]int{}
 	var maxHung float64
-	err = s.History(context.Background(), until, 15*time.Second, func(at time.Time, target map[string]string, mfs []*dto.MetricFamily) error {
+	_, err = s.CatchUp(context.Background(), 15*time.Second, func(at time.Time, _ string, target map[string]string, mfs []*dto.MetricFamily) error {
 		n := s.byKey["sim/"+target["node"]]
 		if target["job"] == "kubelet" {
 			if mfs == nil {
@@ -83,7 +82,7 @@ func TestHistory(t *testing.T) {
 	if maxHung < 100 || maxHung > 120 {
 		t.Errorf("a frozen runtime's list in flight reached %vs, want up to its 2m deadline", maxHung)
 	}
-	steps := int(until.Sub(start) / (15 * time.Second))
+	steps := int(time.Since(start) / (15 * time.Second))
 	if want := steps - int(fault.Sub(start)/(15*time.Second)) - 1; down[Gone] < want {
 		t.Errorf("the gone exporter did not answer %d scrapes, want %d", down[Gone], want)
 	}

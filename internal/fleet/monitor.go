@@ -135,7 +135,9 @@ func StartPrometheus(o PrometheusOptions) (*Server, error) {
 		args := []string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr,
 			"--storage.tsdb.retention.time=1d", "--log.level=warn"}
 		if o.Sidecar {
-			args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
+			// The sidecar's reloader reloads Prometheus through the
+			// lifecycle API, as kube-prometheus' does.
+			args = append(args, "--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h", "--web.enable-lifecycle")
 		}
 		return args
 	}, "/-/ready")

@@ -144,7 +144,9 @@ type Sim struct {
 	// self is the exporter's own process and Go metrics, the same for
 	// every node (they are one process here).
 	self *prometheus.Registry
-	// held are the relists History left under way, by node.
+	// hist is where History stands; held are the relists it left under
+	// way, by node.
+	hist   *history
 	held   map[*Node]chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -281,8 +283,9 @@ func (n *Node) build() {
 	})
 }
 
-// Start runs every node's relist loop until Stop.
+// Start runs every node's relist loop, on the wall clock, until Stop.
 func (s *Sim) Start() {
+	s.live()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for _, n := range s.nodes {

@@ -14,8 +14,10 @@
 package fleet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/measure"
@@ -52,24 +54,36 @@ func startThanos(kind, dir, bin, grpc string, args func(http, grpc string) []str
 // StartSidecar starts a Thanos sidecar beside a Prometheus started with
 // PrometheusOptions.Sidecar: it serves the Prometheus' series, with its
 // external labels, to Thanos Query.
-func StartSidecar(bin, dir string, prom *Server, promData string) (*ThanosServer, error) {
+func StartSidecar(bin, dir string, prom *Server, promData, promConfig string) (*ThanosServer, error) {
 	return startThanos("thanos-sidecar", dir, bin, "", func(http, grpc string) []string {
 		return []string{"sidecar", "--tsdb.path=" + promData, "--prometheus.url=" + prom.URL(),
 			"--http-address=" + http, "--grpc-address=" + grpc, "--log.level=warn",
-			// Its own directory, the marker that names it for the harness.
-			"--shipper.meta-file-name=" + filepath.Join(dir, "thanos.shipper.json")}
+			// The configuration it watches, as kube-prometheus' sidecar
+			// does, written out into its own directory.
+			"--reloader.config-file=" + promConfig, "--reloader.config-envsubst-file=" + filepath.Join(dir, "prometheus.yml")}
 	})
 }
 
 // StartQuery starts Thanos Query over store API endpoints.
 func StartQuery(bin, dir string, endpoints ...string) (*ThanosServer, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "endpoints.yaml")
+	var b strings.Builder
+	b.WriteString("endpoints:\n")
+	for _, e := range endpoints {
+		fmt.Fprintf(&b, "  - address: %q\n", e)
+	}
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
 	return startThanos("thanos-query", dir, bin, "", func(http, grpc string) []string {
-		args := []string{"query", "--http-address=" + http, "--grpc-address=" + grpc, "--log.level=warn",
-			"--query.replica-label=replica", "--cache-compiled-regex-path=" + dir}
-		for _, e := range endpoints {
-			args = append(args, "--endpoint="+e)
-		}
-		return args
+		return []string{"query", "--http-address=" + http, "--grpc-address=" + grpc, "--log.level=warn",
+			"--endpoint.sd-config-file=" + cfg,
+			// The Ruler's records, where a Prometheus records the same,
+			// are one series.
+			"--query.replica-label=ruler_replica"}
 	})
 }
 

@@ -7,7 +7,9 @@
 # edited and built with -mod=mod.
 module_source() {
   local module=$1 version=$2 dest=$3 dir
-  dir=$(GOWORK=off GOFLAGS=-mod=mod "${GO:-go}" mod download -json "$module@$version" |
+  # TOOLCHAIN: the Go release a module whose go line is newer than this
+  # machine's Go needs, even to download it.
+  dir=$(env ${TOOLCHAIN:+GOTOOLCHAIN=$TOOLCHAIN} GOWORK=off GOFLAGS=-mod=mod "${GO:-go}" mod download -json "$module@$version" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
   if [ -z "$dir" ] || [ ! -d "$dir" ]; then
     echo "go mod download $module@$version gave no source directory" >&2

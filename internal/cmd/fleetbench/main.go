@@ -50,19 +50,47 @@ var (
 	outFile     = flag.String("out", "docs/fleet.md", "report to write")
 	nodesFlag   = flag.String("nodes", "1000,5000", "fleet sizes, comma-separated")
 	warmup      = flag.Duration("run", 10*time.Minute, "how long each Prometheus scrapes before the measurements")
-	faultAfter  = flag.Duration("fault-after", 2*time.Minute, "when the faulty nodes fail")
+	faultAfter  = flag.Duration("fault-after", 2*time.Minute, "when the faulty nodes fail, after the start of the history")
+	historyFlag = flag.Duration("history", 6*time.Hour, "history each Prometheus holds before it starts (the fleet lived on a virtual clock, written as TSDB blocks); 0: none")
 	thanosBin   = flag.String("thanos", "", "Thanos binary; empty: no Thanos run")
 	reps        = flag.Int("reps", 3, "runs of each panel query (the median is reported)")
 	rangeFlag   = flag.Duration("range", 6*time.Hour, "the dashboards' time range (their default)")
 	stepFlag    = flag.Duration("step", 20*time.Second, "range query step: Grafana's for the range on a panel ~1,100 pixels wide")
 	interval    = 15 * time.Second
 	dashboards  = []string{"pleg-fleet.json", "pleg-node.json"}
-	repoRoot, _ = filepath.Abs(".")
+	repoFlag    = flag.String("repo", "", "the repository's root (its mixin and dashboards); empty: the nearest directory above with mixin/generated")
+	repoRoot    string
 )
+
+// findRepo is the nearest directory from here up that holds the rendered
+// mixin.
+func findRepo() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "mixin", "generated", "prometheus_rules.yaml")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no mixin/generated above the working directory: set -repo")
+		}
+		dir = parent
+	}
+}
 
 func main() {
 	flag.Parse()
 	log.SetFlags(log.Ltime)
+	repoRoot = *repoFlag
+	if repoRoot == "" {
+		var err error
+		if repoRoot, err = findRepo(); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if err := testenv.Check("prometheus", "prometheus-alertmanager"); err != nil {
 		log.Fatal(err)
 	}
@@ -85,7 +113,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rep := &report{started: time.Now(), run: *warmup, rng: *rangeFlag, step: *stepFlag}
+	rep := &report{started: time.Now(), run: *warmup, rng: *rangeFlag, step: *stepFlag, history: *historyFlag}
 	for _, n := range sizes {
 		for i, m := range []mode{baseline, withExporter, withNamespaces} {
 			r, err := single(ctx, filepath.Join(work, fmt.Sprintf("%d-%d", n, i)), rec, n, m)

@@ -45,20 +45,36 @@ type singleResult struct {
 	lives     map[fleet.Life]int
 }
 
-// serveFleet starts a simulated fleet and its HTTP targets.
-func serveFleet(rec *fleet.Recording, n int, clusters []string, namespaces bool) (*fleet.Sim, net.Listener, error) {
-	s, err := fleet.New(fleet.Config{Clusters: clusters, Nodes: n, Seed: 1, FaultAfter: *faultAfter, Namespaces: namespaces}, rec)
+// serveFleet makes a simulated fleet, writes its history into the data
+// directories (by cluster; none without -history), starts it on the wall
+// clock and serves its targets.
+func serveFleet(ctx context.Context, rec *fleet.Recording, n int, clusters []string, namespaces bool,
+	dataDirs map[string]string, keep func(map[string]string) bool) (*fleet.Sim, net.Listener, time.Time, error) {
+	var start time.Time
+	history := *historyFlag > 0 && len(dataDirs) > 0
+	if history {
+		start = time.Now().Add(-*historyFlag)
+	}
+	s, err := fleet.New(fleet.Config{Clusters: clusters, Nodes: n, Seed: 1, FaultAfter: *faultAfter, Namespaces: namespaces, Start: start}, rec)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
+	}
+	var end time.Time
+	if history {
+		if _, end, err = writeHistory(ctx, s, dataDirs, keep); err != nil {
+			return nil, nil, end, err
+		}
 	}
 	s.Start()
 	l, err := s.Serve("127.0.0.1:0")
 	if err != nil {
 		s.Stop()
-		return nil, nil, err
+		return nil, nil, end, err
 	}
-	return s, l, nil
+	return s, l, end, nil
 }
+
+func all(map[string]string) bool { return true }
 
 // writeTargets writes a cluster's targets, without the exporters' when
 // kubeletsOnly.
@@ -79,7 +95,14 @@ func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s, l, err := serveFleet(rec, n, nil, m == withNamespaces)
+	// Only the run that times the rules and panels stores the history:
+	// the others measure series and memory, which the head holds.
+	promDir := filepath.Join(dir, "prom")
+	var dataDirs map[string]string
+	if m == withExporter {
+		dataDirs = map[string]string{"sim": filepath.Join(promDir, "data")}
+	}
+	s, l, end, err := serveFleet(ctx, rec, n, nil, m == withNamespaces, dataDirs, all)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +117,7 @@ func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode
 		return nil, err
 	}
 	defer am.Stop()
-	opts := fleet.PrometheusOptions{Dir: filepath.Join(dir, "prom"), Cluster: "sim", TargetsFile: targets, Alertmanagers: []string{am.Addr}}
+	opts := fleet.PrometheusOptions{Dir: promDir, Cluster: "sim", TargetsFile: targets, Alertmanagers: []string{am.Addr}}
 	if m != baseline {
 		opts.RuleFiles = ruleFiles()
 	}
@@ -103,6 +126,11 @@ func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode
 		return nil, err
 	}
 	defer prom.Stop()
+	if dataDirs != nil {
+		if err := backfillRules(ctx, prom, filepath.Join(promDir, "data"), s.Started(), end); err != nil {
+			return nil, err
+		}
+	}
 	log.Printf("%d nodes, %s: Prometheus scraping for %v", n, m, *warmup)
 	wctx, cancel := context.WithTimeout(ctx, *warmup)
 	samples := fleet.Watch(wctx, prom, interval)
@@ -118,7 +146,7 @@ func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode
 	if m == baseline {
 		return r, nil
 	}
-	r.groups = fleet.RuleGroups(after(samples, *faultAfter), interval)
+	r.groups = fleet.RuleGroups(after(samples, settle(dataDirs != nil)), interval)
 	vars := map[string]string{"node": faultyNode(s, "sim"), "cluster": "sim"}
 	if r.panels, err = timePanels(ctx, prom.URL(), false, vars); err != nil {
 		return nil, err
@@ -186,7 +214,18 @@ func memory(samples []fleet.Sample) (heap, rss float64) {
 	return heap, rss
 }
 
-// after drops the samples of the run's first d (the faults begin then).
+// settle is how much of a run's start the rule groups' figures leave out:
+// until the faults begin, or with a stored history (the faults long past)
+// the first minute; at most half the run.
+func settle(history bool) time.Duration {
+	d := *faultAfter
+	if history {
+		d = time.Minute
+	}
+	return min(d, *warmup/2)
+}
+
+// after drops the samples of the run's first d.
 func after(samples []fleet.Sample, d time.Duration) []fleet.Sample {
 	if len(samples) == 0 {
 		return nil
@@ -216,7 +255,11 @@ func thanos(ctx context.Context, dir string, rec *fleet.Recording, n int) (*than
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s, l, err := serveFleet(rec, n, clusters, false)
+	dataDirs := map[string]string{}
+	for _, c := range clusters {
+		dataDirs[c] = filepath.Join(dir, "prom-"+c, "data")
+	}
+	s, l, end, err := serveFleet(ctx, rec, n, clusters, false, dataDirs, all)
 	if err != nil {
 		return nil, err
 	}
@@ -235,12 +278,20 @@ func thanos(ctx context.Context, dir string, rec *fleet.Recording, n int) (*than
 			return nil, err
 		}
 		pdir := filepath.Join(dir, "prom-"+c)
-		prom, err := fleet.StartPrometheus(fleet.PrometheusOptions{Dir: pdir, Cluster: c, TargetsFile: targets, Sidecar: true})
+		// Each Prometheus records and alerts for its cluster, as
+		// kube-thanos' do; the Ruler evaluates the same rules over both.
+		prom, err := fleet.StartPrometheus(fleet.PrometheusOptions{Dir: pdir, Cluster: c, TargetsFile: targets, Sidecar: true,
+			RuleFiles: ruleFiles(), Alertmanagers: []string{am.Addr}})
 		if err != nil {
 			return nil, err
 		}
 		defer prom.Stop()
-		side, err := fleet.StartSidecar(*thanosBin, filepath.Join(dir, "sidecar-"+c), prom, filepath.Join(pdir, "data"))
+		if *historyFlag > 0 {
+			if err := backfillRules(ctx, prom, dataDirs[c], s.Started(), end); err != nil {
+				return nil, err
+			}
+		}
+		side, err := fleet.StartSidecar(*thanosBin, filepath.Join(dir, "sidecar-"+c), prom, filepath.Join(pdir, "data"), filepath.Join(pdir, "prometheus.yml"))
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +329,7 @@ func thanosMeasure(ctx context.Context, s *fleet.Sim, n int, proms []*fleet.Serv
 	}
 	rulerSamples := fleet.Watch(wctx, ruler.Server, interval)
 	wg.Wait()
-	r := &thanosResult{nodes: n, ruler: fleet.RuleGroups(after(rulerSamples, *faultAfter), interval), lives: s.ByLife()}
+	r := &thanosResult{nodes: n, ruler: fleet.RuleGroups(after(rulerSamples, settle(*historyFlag > 0)), interval), lives: s.ByLife()}
 	for _, smp := range promSamples {
 		h, _ := memory(smp)
 		r.heaps = append(r.heaps, h)
