@@ -62,8 +62,8 @@ CONTAINERD17 := .tools/containerd-$(CONTAINERD17_VERSION)
 # version.
 HELM_VERSION := v4.3.2
 HELM      := .tools/helm-$(HELM_VERSION)/helm
-# Thanos for the fleet benchmark (sidecars, Query, Ruler over two
-# Prometheus): github.com/thanos-io/thanos from the module proxy, built once
+# Thanos for the fleet tests (sidecars, Query, Ruler over two Prometheus):
+# github.com/thanos-io/thanos from the module proxy, built once after Helm
 # (fleet.ThanosVersion names the same one). Its go.mod wants Go 1.26.10,
 # newer than this machine's, so it builds with the Go release the module
 # proxy serves for that (THANOS_TOOLCHAIN, fetched once into the module cache).
@@ -132,7 +132,8 @@ test: kubernetes-background helm-background deps $(CRICTL) $(CONTAINERD2)/contai
 	GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) CRICTL=$(CURDIR)/$(CRICTL) KUBERNETES=$(CURDIR)/$(KUBERNETES) \
 		KUBELET=$(CURDIR)/$(KUBELET) KUBECTL=$(CURDIR)/$(KUBECTL) ETCD=$(CURDIR)/$(ETCD) PROMETHEUS_OPERATOR=$(CURDIR)/$(OPERATOR) \
 		PROMETHEUS_SERVER=$(CURDIR)/$(PROMETHEUS_SERVER) KUBE_STATE_METRICS=$(CURDIR)/$(KUBE_STATE_METRICS) \
-		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) CONTAINERD17=$(CURDIR)/$(CONTAINERD17) HELM=$(abspath $(HELM)) bash scripts/test.sh
+		CONTAINERD2=$(CURDIR)/$(CONTAINERD2) CONTAINERD17=$(CURDIR)/$(CONTAINERD17) HELM=$(abspath $(HELM)) \
+		THANOS=$(abspath $(THANOS)) bash scripts/test.sh
 
 # The builds only the later tests need start first, in the background at
 # the lowest CPU priority, and run beside the package installs (mostly
@@ -164,10 +165,10 @@ kubernetes-background:
 	fi
 
 helm-background:
-	@if [ ! -x $(HELM) ] && ! { [ -f $(HELM).pid ] && kill -0 $$(cat $(HELM).pid) 2>/dev/null; }; then \
+	@if ! { [ -x $(HELM) ] && [ -x $(THANOS) ]; } && ! { [ -f $(HELM).pid ] && kill -0 $$(cat $(HELM).pid) 2>/dev/null; }; then \
 		mkdir -p $(dir $(HELM)); \
-		echo "make test: building Helm $(HELM_VERSION) in the background (log: $(HELM).log)"; \
-		setsid nice -n 19 $(MAKE) --no-print-directory $(HELM) > $(HELM).log 2>&1 < /dev/null & \
+		echo "make test: building Helm $(HELM_VERSION), then Thanos $(THANOS_VERSION), in the background (log: $(HELM).log)"; \
+		setsid nice -n 19 $(MAKE) --no-print-directory $(HELM) $(THANOS) > $(HELM).log 2>&1 < /dev/null & \
 		echo $$! > $(HELM).pid; \
 	fi
 

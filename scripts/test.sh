@@ -10,8 +10,8 @@
 # chatter is dropped, skips and failures are kept.
 set -uo pipefail
 : "${GO:=go}" "${TEST_TIMEOUT:=25m}"
-: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${KUBE_STATE_METRICS:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${CONTAINERD17:?}" "${HELM:?}"
-export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER KUBE_STATE_METRICS CONTAINERD2 CONTAINERD17 HELM
+: "${KUBERNETES:?}" "${KUBELET:?}" "${KUBECTL:?}" "${ETCD:?}" "${PROMETHEUS_OPERATOR:?}" "${PROMETHEUS_SERVER:?}" "${KUBE_STATE_METRICS:?}" "${CRICTL:?}" "${CONTAINERD2:?}" "${CONTAINERD17:?}" "${HELM:?}" "${THANOS:?}"
+export CRICTL KUBERNETES KUBELET KUBECTL ETCD PROMETHEUS_OPERATOR PROMETHEUS_SERVER KUBE_STATE_METRICS CONTAINERD2 CONTAINERD17 HELM THANOS
 
 # hostcheck records the host (the sysctls the kubelet and the bridge plugin
 # touch, mounts, cgroups, network interfaces, the fixed host paths and the
@@ -37,7 +37,8 @@ integration_pkgs=("$module/internal/integration")
 helm_pkgs=("$module/deploy")
 kubelet_pkgs=("$module/internal/testenv" "$module/internal/e2e")
 cluster_pkgs=("$module/internal/cluster")
-others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}" "${cluster_pkgs[@]}")
+fleet_pkgs=("$module/internal/fleet")
+others=("${integration_pkgs[@]}" "${helm_pkgs[@]}" "${kubelet_pkgs[@]}" "${cluster_pkgs[@]}" "${fleet_pkgs[@]}")
 mapfile -t pkgs < <("$GO" list ./... | grep -v -x -F "${others[@]/#/-e}")
 
 # wait_build BIN [JOB]: wait until BIN is there or the background build job
@@ -82,7 +83,15 @@ others_pid=$!
     echo "make test: kubectl did not build (log: $KUBERNETES.log)"
     unset KUBECTL
   fi
-  gotest "${helm_pkgs[@]}"
+  gotest "${helm_pkgs[@]}" || status=1
+  # The fleet's Prometheus and Thanos, once Thanos is built (after Helm).
+  if ! wait_build "$THANOS" "$HELM"; then
+    echo "make test: Thanos did not build: $(tail -n 1 "$HELM.log" 2>/dev/null || echo "no build log") (log: $HELM.log)"
+    [ -n "${CI:-}" ] && tail -n 30 "$HELM.log" 2>/dev/null
+    unset THANOS
+  fi
+  gotest "${fleet_pkgs[@]}" || status=1
+  exit "${status:-0}"
 } > "$held_helm" 2>&1 &
 helm_pid=$!
 # held_done PID FILE: wait for a held group, then print its output.
