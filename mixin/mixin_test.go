@@ -28,6 +28,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 )
 
 const root = ".."
@@ -352,35 +354,24 @@ func TestMultiClusterDashboards(t *testing.T) {
 		t.Fatalf("dashboards: %d", len(files))
 	}
 	for name, body := range files {
-		var d struct {
-			Templating struct {
-				List []struct {
-					Name string `json:"name"`
-					Hide int    `json:"hide"`
-				} `json:"list"`
-			} `json:"templating"`
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
+		vars, err := stack.VariablesOf(name, body)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err := json.Unmarshal(body, &d); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, v := range d.Templating.List {
-			if v.Name == "cluster" && v.Hide != 0 {
-				t.Errorf("%s: the cluster variable is hidden (%d)", name, v.Hide)
+		for _, v := range vars {
+			if v.Name == "cluster" && v.Hidden {
+				t.Errorf("%s: the cluster variable is hidden", name)
 			}
 		}
+		queries, err := stack.Queries(name, body)
+		if err != nil {
+			t.Fatal(err)
+		}
 		n := 0
-		for _, p := range d.Panels {
-			for _, tg := range p.Targets {
-				n++
-				if !strings.Contains(tg.Expr, `cluster="$cluster"`) {
-					t.Errorf("%s: %q: %s selects no cluster", name, p.Title, tg.Expr)
-				}
+		for _, q := range queries {
+			n++
+			if !strings.Contains(q.Expr, `cluster="$cluster"`) {
+				t.Errorf("%s: %q: %s selects no cluster", name, q.Title, q.Expr)
 			}
 		}
 		if n == 0 {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 )
 
@@ -50,28 +51,43 @@ func smallFleet(t *testing.T, clusters ...string) *Sim {
 	return s
 }
 
+// serveFleet starts s's nodes and serves their targets on loopback until
+// the test ends; it returns the address.
+func serveFleet(t *testing.T, s *Sim) string {
+	t.Helper()
+	s.Start()
+	t.Cleanup(s.Stop)
+	l, err := s.Serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// requireMonitors skips a test that needs Debian's Prometheus and
+// Alertmanager, and root for the harness's ledger, where they are missing.
+func requireMonitors(t *testing.T) {
+	t.Helper()
+	testenv.RequireTool(t, "prometheus")
+	testenv.RequireTool(t, "prometheus-alertmanager")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the harness records its daemons in " + testenv.LedgerDir)
+	}
+}
+
 // TestFleetAlerts: one Prometheus (Debian's, 15s scrape and evaluation,
 // the rendered mixin) scraping a small simulated fleet sends Alertmanager
 // an alert for every faulty node and none for the others: not for the
 // restarting kubelets, not for the nodes on the older exporter, and for the
 // exporters that went away only the up-based one.
 func TestFleetAlerts(t *testing.T) {
-	testenv.RequireTool(t, "prometheus")
-	testenv.RequireTool(t, "prometheus-alertmanager")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the harness records its daemons in " + testenv.LedgerDir)
-	}
+	requireMonitors(t)
 	dir := t.TempDir()
 	s := smallFleet(t, "east")
-	s.Start()
-	defer s.Stop()
-	l, err := s.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	addr := serveFleet(t, s)
 	targets := filepath.Join(dir, "targets.json")
-	if err := s.WriteTargets(targets, "east", l.Addr().String()); err != nil {
+	if err := s.WriteTargets(targets, "east", addr); err != nil {
 		t.Fatal(err)
 	}
 	am, err := StartAlertmanager(filepath.Join(dir, "am"))
@@ -126,12 +142,12 @@ func checkPanels(t *testing.T, s *Sim, prom *Server) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		panels, err := Panels(d, b)
+		panels, err := stack.Queries(d, b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range panels {
-			tm := TimePanel(context.Background(), prom.URL(), p, map[string]string{"node": node}, time.Hour, 20*time.Second, 1)
+			tm := TimePanel(context.Background(), prom.API(), p, map[string]string{"node": node}, time.Hour, 20*time.Second, 1)
 			if tm.Err != nil {
 				t.Errorf("%s %q on %s (exporter %s): %v", d, p.Title, node, OldVersion, tm.Err)
 			}

@@ -108,14 +108,9 @@ func continuesOnWallClock(t *testing.T, s *Sim) {
 	if relists < 200 {
 		t.Fatalf("%s relisted %v times in 40 virtual minutes", n.Name, relists)
 	}
-	s.Start()
-	l, err := s.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	addr := serveFleet(t, s)
 	time.Sleep(time.Second)
-	mfs, code := scrape(t, "http://"+l.Addr().String()+fmt.Sprintf(exporterPath, n.Cluster, n.Name))
+	mfs, code := scrape(t, "http://"+addr+fmt.Sprintf(exporterPath, n.Cluster, n.Name))
 	if code != http.StatusOK {
 		t.Fatalf("%s answered %d", n.Name, code)
 	}

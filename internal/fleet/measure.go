@@ -15,13 +15,9 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/measure"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 )
 
 // Sample is one reading of a server's own metrics.
@@ -133,122 +130,41 @@ func RuleGroups(samples []Sample, interval time.Duration) []GroupStat {
 	return out
 }
 
-// Panel is one query of a dashboard.
-type Panel struct {
-	Dashboard, Title, Expr string
-	Instant                bool
-}
-
-// Panels reads a rendered dashboard's queries.
-func Panels(name string, dashboard []byte) ([]Panel, error) {
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr    string `json:"expr"`
-				Instant bool   `json:"instant"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(dashboard, &d); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var out []Panel
-	for _, p := range d.Panels {
-		for _, t := range p.Targets {
-			out = append(out, Panel{Dashboard: name, Title: p.Title, Expr: t.Expr, Instant: t.Instant})
-		}
-	}
-	return out, nil
-}
-
-var variable = regexp.MustCompile(`\$\{?(\w+)\}?`)
-
-// Expand replaces the dashboard variables in expr: vars, and Grafana's
-// $__rate_interval, $__interval and $__range for the step and range.
-func Expand(expr string, vars map[string]string, step, rng time.Duration) string {
-	return variable.ReplaceAllStringFunc(expr, func(m string) string {
-		name := strings.Trim(m, "${}")
-		switch name {
-		case "__rate_interval":
-			// Grafana: max(4 × the scrape interval, step + scrape interval).
-			return model.Duration(max(4*15*time.Second, step+15*time.Second)).String()
-		case "__interval":
-			return model.Duration(step).String()
-		case "__range":
-			return model.Duration(rng).String()
-		}
-		if v, ok := vars[name]; ok {
-			return v
-		}
-		return m
-	})
-}
-
 // Timing is one panel query's wall time.
 type Timing struct {
-	Panel
+	stack.Query
 	Median, Max time.Duration
 	Series      int
 	Err         error
 }
 
-// TimePanel runs a panel's query as Grafana does (an instant query at now,
-// or a range query over rng ending now at step) reps times.
-func TimePanel(ctx context.Context, base string, p Panel, vars map[string]string, rng, step time.Duration, reps int) Timing {
-	expr := Expand(p.Expr, vars, step, rng)
+// TimePanel runs a panel's query against api as Grafana does (an instant
+// query at now, or a range query over rng ending now at step) reps times.
+func TimePanel(ctx context.Context, api stack.API, q stack.Query, vars map[string]string, rng, step time.Duration, reps int) Timing {
+	expr := stack.Expand(q.Expr, vars, step, rng)
 	end := time.Now()
-	q := url.Values{"query": {expr}}
-	path := "/api/v1/query_range"
-	if p.Instant {
-		path = "/api/v1/query"
-		q.Set("time", strconv.FormatInt(end.Unix(), 10))
-	} else {
-		q.Set("start", strconv.FormatInt(end.Add(-rng).Unix(), 10))
-		q.Set("end", strconv.FormatInt(end.Unix(), 10))
-		q.Set("step", strconv.Itoa(int(step.Seconds())))
-	}
-	t := Timing{Panel: p}
+	t := Timing{Query: q}
 	var ds []float64
 	for range reps {
 		start := time.Now()
-		n, err := run(ctx, base+path+"?"+q.Encode())
+		var err error
+		if q.Instant {
+			var r []stack.Sample
+			r, err = api.QueryAt(ctx, expr, end)
+			t.Series = len(r)
+		} else {
+			var r []stack.Series
+			r, err = api.QueryRange(ctx, expr, end.Add(-rng), end, step)
+			t.Series = len(r)
+		}
 		d := time.Since(start)
 		if err != nil {
 			t.Err = fmt.Errorf("%s: %w", expr, err)
 			return t
 		}
-		t.Series = n
 		ds = append(ds, d.Seconds())
 		t.Max = max(t.Max, d)
 	}
 	t.Median = time.Duration(measure.Median(ds) * float64(time.Second))
 	return t
-}
-
-// run calls the query API and returns how many series answered.
-func run(ctx context.Context, u string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return 0, err
-	}
-	if body.Status != "success" {
-		return 0, fmt.Errorf("%s: %s", resp.Status, body.Error)
-	}
-	return len(body.Data.Result), nil
 }

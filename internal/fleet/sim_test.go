@@ -212,14 +212,7 @@ func TestSimTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Start()
-	defer s.Stop()
-	l, err := s.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	addr := l.Addr().String()
+	addr := serveFleet(t, s)
 	time.Sleep(2 * time.Second)
 
 	groups := s.Targets("sim", addr)

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/measure"
-	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/mixin"
 )
 
@@ -51,21 +51,11 @@ func thanosBinary(t *testing.T) string {
 // with showMultiCluster answers through the Query with each cluster's nodes.
 func TestFleetThanos(t *testing.T) {
 	bin := thanosBinary(t)
-	testenv.RequireTool(t, "prometheus")
-	testenv.RequireTool(t, "prometheus-alertmanager")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the harness records its daemons in " + testenv.LedgerDir)
-	}
+	requireMonitors(t)
 	dir := t.TempDir()
 	clusters := []string{"east", "west"}
 	s := smallFleet(t, clusters...)
-	s.Start()
-	defer s.Stop()
-	l, err := s.Serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	addr := serveFleet(t, s)
 	am, err := StartAlertmanager(filepath.Join(dir, "am"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +65,7 @@ func TestFleetThanos(t *testing.T) {
 	var endpoints []string
 	for _, c := range clusters {
 		targets := filepath.Join(dir, c+"-targets.json")
-		if err := s.WriteTargets(targets, c, l.Addr().String()); err != nil {
+		if err := s.WriteTargets(targets, c, addr); err != nil {
 			t.Fatal(err)
 		}
 		pdir := filepath.Join(dir, "prom-"+c)
@@ -135,23 +125,14 @@ func checkMultiClusterDashboard(t *testing.T, s *Sim, query *ThanosServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(files["pleg-fleet.json"], &d); err != nil {
+	queries, err := stack.Queries("pleg-fleet.json", files["pleg-fleet.json"])
+	if err != nil {
 		t.Fatal(err)
 	}
 	expr := ""
-	for _, p := range d.Panels {
-		for _, tg := range p.Targets {
-			if p.Title == "Nodes by risk" && strings.Contains(tg.Expr, "payload") {
-				expr = tg.Expr
-			}
+	for _, q := range queries {
+		if q.Title == "Nodes by risk" && strings.Contains(q.Expr, "payload") {
+			expr = q.Expr
 		}
 	}
 	if expr == "" {
@@ -167,7 +148,7 @@ func checkMultiClusterDashboard(t *testing.T, s *Sim, query *ThanosServer) {
 	}
 	ctx := context.Background()
 	for _, c := range []string{"east", "west"} {
-		q := strings.ReplaceAll(expr, "$cluster", c)
+		q := stack.Expand(expr, map[string]string{"cluster": c}, 0, 0)
 		res, err := query.API().Query(ctx, q)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)

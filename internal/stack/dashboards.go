@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Panel is what one dashboard panel's queries returned.
@@ -41,12 +43,21 @@ type Variable struct {
 
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
 
+// Query is one query of a dashboard's panel, as Grafana sends it.
+type Query struct {
+	Dashboard, Title, Expr string
+	// Instant is a query at the dashboard's end time only (tables, stats);
+	// otherwise Grafana runs it over the range.
+	Instant bool
+}
+
 // dashboard is the part of a dashboard's JSON the checks read.
 type dashboard struct {
 	Panels []struct {
 		Title   string `json:"title"`
 		Targets []struct {
-			Expr string `json:"expr"`
+			Expr    string `json:"expr"`
+			Instant bool   `json:"instant"`
 		} `json:"targets"`
 	} `json:"panels"`
 	Templating struct {
@@ -59,16 +70,72 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
+func parseDashboard(name string, raw []byte) (*dashboard, error) {
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &d, nil
+}
+
 func readDashboard(path string) (*dashboard, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var d dashboard
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	return parseDashboard(path, raw)
+}
+
+func (d *dashboard) queries(name string) []Query {
+	var out []Query
+	for _, p := range d.Panels {
+		for _, t := range p.Targets {
+			out = append(out, Query{Dashboard: name, Title: p.Title, Expr: t.Expr, Instant: t.Instant})
+		}
 	}
-	return &d, nil
+	return out
+}
+
+// Queries lists every query of every panel of a rendered dashboard, named
+// name, in the panels' order.
+func Queries(name string, raw []byte) ([]Query, error) {
+	d, err := parseDashboard(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	return d.queries(name), nil
+}
+
+// ScrapeInterval is the scrape interval Grafana's $__rate_interval assumes
+// (the mixin's and kube-prometheus-stack's default).
+const ScrapeInterval = 15 * time.Second
+
+var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
+
+// Expand fills in expr's dashboard variables: those in vars first, then
+// Grafana's own for a query at step over rng ($__rate_interval,
+// $__interval, $__range). A variable it does not know stays as it is.
+func Expand(expr string, vars map[string]string, step, rng time.Duration) string {
+	return varRE.ReplaceAllStringFunc(expr, func(m string) string {
+		name := strings.Trim(m, "${}")
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		switch name {
+		case "__rate_interval":
+			// Grafana: max(4 × the scrape interval, step + the scrape interval).
+			return model.Duration(max(4*ScrapeInterval, step+ScrapeInterval)).String()
+		case "__interval":
+			if step > 0 {
+				return model.Duration(step).String()
+			}
+		case "__range":
+			if rng > 0 {
+				return model.Duration(rng).String()
+			}
+		}
+		return m
+	})
 }
 
 // Variables lists the query variables of the dashboards in files.
@@ -79,22 +146,41 @@ func Variables(files []string) ([]Variable, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			var q struct {
-				Query string `json:"query"`
-			}
-			if err := json.Unmarshal(v.Query, &q); err != nil {
-				return nil, fmt.Errorf("%s: variable %s: %w", f, v.Name, err)
-			}
-			m := labelValuesRE.FindStringSubmatch(q.Query)
-			if m == nil {
-				return nil, fmt.Errorf("%s: variable %s: query %q is not label_values(selector, label)", f, v.Name, q.Query)
-			}
-			out = append(out, Variable{Dashboard: filepath.Base(f), Name: v.Name, Selector: m[1], Label: m[2], Hidden: v.Hide == 2})
+		vs, err := d.variables(filepath.Base(f))
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, vs...)
+	}
+	return out, nil
+}
+
+// VariablesOf lists the query variables of a rendered dashboard named name.
+func VariablesOf(name string, raw []byte) ([]Variable, error) {
+	d, err := parseDashboard(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	return d.variables(name)
+}
+
+func (d *dashboard) variables(name string) ([]Variable, error) {
+	var out []Variable
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			return nil, fmt.Errorf("%s: variable %s: %w", name, v.Name, err)
+		}
+		m := labelValuesRE.FindStringSubmatch(q.Query)
+		if m == nil {
+			return nil, fmt.Errorf("%s: variable %s: query %q is not label_values(selector, label)", name, v.Name, q.Query)
+		}
+		out = append(out, Variable{Dashboard: name, Name: v.Name, Selector: m[1], Label: m[2], Hidden: v.Hide == 2})
 	}
 	return out, nil
 }
@@ -109,10 +195,8 @@ func (a API) LabelValues(ctx context.Context, selector, label string) ([]string,
 	return out, json.Unmarshal(data, &out)
 }
 
-var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
-
 // RunDashboards runs every query of every panel of the dashboards in
-// files, each variable replaced by its value in vars.
+// files as an instant query, each variable filled in by Expand from vars.
 func (a API) RunDashboards(ctx context.Context, files []string, vars map[string]string) ([]Panel, error) {
 	var out []Panel
 	for _, f := range files {
@@ -124,12 +208,7 @@ func (a API) RunDashboards(ctx context.Context, files []string, vars map[string]
 			res := Panel{Dashboard: filepath.Base(f), Title: p.Title}
 			for _, q := range p.Targets {
 				res.Queries++
-				expr := varRE.ReplaceAllStringFunc(q.Expr, func(v string) string {
-					if val, ok := vars[strings.Trim(v, "${}")]; ok {
-						return val
-					}
-					return v
-				})
+				expr := Expand(q.Expr, vars, 0, 0)
 				r, err := a.Query(ctx, expr)
 				switch {
 				case err != nil:

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/pleg-exporter/pleg_exporter/internal/fleet"
+	"github.com/pleg-exporter/pleg_exporter/internal/stack"
 	"github.com/pleg-exporter/pleg_exporter/internal/testenv"
 	"github.com/pleg-exporter/pleg_exporter/mixin"
 )
@@ -175,12 +176,12 @@ func timePanels(ctx context.Context, base string, multi bool, vars map[string]st
 	}
 	var out []fleet.Timing
 	for _, d := range dashboards {
-		panels, err := fleet.Panels(d, files[d])
+		panels, err := stack.Queries(d, files[d])
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range panels {
-			t := fleet.TimePanel(ctx, base, p, vars, *rangeFlag, *stepFlag, *reps)
+			t := fleet.TimePanel(ctx, stack.API(base), p, vars, *rangeFlag, *stepFlag, *reps)
 			if t.Err != nil {
 				return nil, t.Err
 			}
