@@ -91,6 +91,8 @@ others_pid=$!
     unset THANOS
   fi
   gotest "${fleet_pkgs[@]}" || status=1
+  # fleetbench, a module of its own, outside ./...: its unit tests only.
+  (cd internal/cmd/fleetbench && gotest .) || status=1
   exit "${status:-0}"
 } > "$held_helm" 2>&1 &
 helm_pid=$!

@@ -135,7 +135,7 @@ type Timing struct {
 	stack.Query
 	Median, Max time.Duration
 	Series      int
-	Err         error
+	Err         error `json:"-"`
 }
 
 // TimePanel runs a panel's query against api as Grafana does (an instant

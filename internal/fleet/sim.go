@@ -70,6 +70,25 @@ var lifeNames = map[Life]string{Healthy: "healthy", Creeping: "creeping", Overfl
 
 func (l Life) String() string { return lifeNames[l] }
 
+// MarshalText names the life, in JSON too.
+func (l Life) MarshalText() ([]byte, error) {
+	if _, ok := lifeNames[l]; !ok {
+		return nil, fmt.Errorf("fleet: no life %d", int(l))
+	}
+	return []byte(lifeNames[l]), nil
+}
+
+// UnmarshalText reads a life's name.
+func (l *Life) UnmarshalText(b []byte) error {
+	for life, name := range lifeNames {
+		if name == string(b) {
+			*l = life
+			return nil
+		}
+	}
+	return fmt.Errorf("fleet: no life %q", b)
+}
+
 // Lives lists every life in order.
 var Lives = []Life{Healthy, Creeping, Overflowing, Frozen, KubeletRestarting, Gone, OldExporter}
 

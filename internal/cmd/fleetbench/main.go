@@ -60,6 +60,8 @@ var (
 	interval    = 15 * time.Second
 	dashboards  = []string{"pleg-fleet.json", "pleg-node.json"}
 	repoFlag    = flag.String("repo", "", "the repository's root (its mixin and dashboards); empty: the nearest directory above with mixin/generated")
+	resultsDir  = flag.String("results", "", "directory each run's result is saved in and reused from under the same parameters; empty: none")
+	fresh       = flag.Bool("fresh", false, "measure every run again, even one saved in -results")
 	repoRoot    string
 )
 
@@ -114,28 +116,41 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rep := &report{started: time.Now(), run: *warmup, rng: *rangeFlag, step: *stepFlag, history: *historyFlag}
+	p, err := currentParams()
+	if err != nil {
+		log.Fatal(err)
+	}
+	rep := &report{run: *warmup, rng: *rangeFlag, step: *stepFlag, history: *historyFlag}
+	started := time.Now()
 	for _, n := range sizes {
 		for i, m := range []mode{baseline, withExporter, withNamespaces} {
-			r, err := single(ctx, filepath.Join(work, fmt.Sprintf("%d-%d", n, i)), rec, n, m)
+			sv, err := measureOrReuse(fmt.Sprintf("%d-%s", n, m.slug()), p, func(sv *saved) (err error) {
+				sv.Single, err = single(ctx, filepath.Join(work, fmt.Sprintf("%d-%d", n, i)), rec, n, m)
+				return err
+			})
 			if err != nil {
 				log.Fatalf("%d nodes, %s: %v", n, m, err)
 			}
-			rep.single = append(rep.single, r)
+			rep.add(sv)
+			rep.single = append(rep.single, sv.Single)
 		}
 	}
 	if *thanosBin != "" {
 		n := sizes[len(sizes)-1]
-		r, err := thanos(ctx, filepath.Join(work, fmt.Sprintf("%d-thanos", n)), rec, n)
+		sv, err := measureOrReuse(fmt.Sprintf("%d-thanos", n), p, func(sv *saved) (err error) {
+			sv.Thanos, err = thanos(ctx, filepath.Join(work, fmt.Sprintf("%d-thanos", n)), rec, n)
+			return err
+		})
 		if err != nil {
 			log.Fatalf("%d nodes through Thanos: %v", n, err)
 		}
-		rep.thanos = r
+		rep.add(sv)
+		rep.thanos = sv.Thanos
 	}
 	if err := os.WriteFile(*outFile, []byte(rep.markdown()), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("wrote %s in %v", *outFile, time.Since(rep.started).Round(time.Second))
+	log.Printf("wrote %s in %v", *outFile, time.Since(started).Round(time.Second))
 }
 
 type mode string
@@ -145,6 +160,17 @@ const (
 	withExporter   mode = "exporters and mixin"
 	withNamespaces mode = "exporters with --collector.namespaces"
 )
+
+// slug names a run's saved result.
+func (m mode) slug() string {
+	switch m {
+	case baseline:
+		return "baseline"
+	case withNamespaces:
+		return "namespaces"
+	}
+	return "exporters"
+}
 
 // renderedDashboards are the committed dashboards (single cluster), or the
 // mixin's rendered with showMultiCluster.

@@ -31,18 +31,18 @@ import (
 
 // singleResult is one Prometheus run.
 type singleResult struct {
-	nodes int
-	mode  mode
+	Nodes int
+	Mode  mode
 	// Series per answering exporter and kubelet, the exporter's own process
 	// and Go series among them, recording rules' series, the head.
-	exporterSeries, selfSeries, kubeletSeries, recorded, head float64
-	// heap is the mean go_memstats_heap_inuse_bytes over the run's last
-	// third, rss the largest process_resident_memory_bytes.
-	heap, rss float64
-	groups    []fleet.GroupStat
-	panels    []fleet.Timing
-	verdict   fleet.Verdict
-	lives     map[fleet.Life]int
+	ExporterSeries, SelfSeries, KubeletSeries, Recorded, Head float64
+	// Heap is the mean go_memstats_heap_inuse_bytes over the run's last
+	// third, RSS the largest process_resident_memory_bytes.
+	Heap, RSS float64
+	Groups    []fleet.GroupStat
+	Panels    []fleet.Timing
+	Verdict   fleet.Verdict
+	Lives     map[fleet.Life]int
 }
 
 // serveFleet makes a simulated fleet, writes its history into the data
@@ -135,28 +135,28 @@ func single(ctx context.Context, dir string, rec *fleet.Recording, n int, m mode
 	wctx, cancel := context.WithTimeout(ctx, *warmup)
 	samples := fleet.Watch(wctx, prom, interval)
 	cancel()
-	r := &singleResult{nodes: n, mode: m, lives: s.ByLife()}
+	r := &singleResult{Nodes: n, Mode: m, Lives: s.ByLife()}
 	if err := r.series(ctx, prom.API()); err != nil {
 		return nil, err
 	}
-	r.heap, r.rss = memory(samples)
+	r.Heap, r.RSS = memory(samples)
 	if len(samples) > 0 {
-		r.head = samples[len(samples)-1].HeadSeries
+		r.Head = samples[len(samples)-1].HeadSeries
 	}
 	if m == baseline {
 		return r, nil
 	}
-	r.groups = fleet.RuleGroups(after(samples, settle(dataDirs != nil)), interval)
+	r.Groups = fleet.RuleGroups(after(samples, settle(dataDirs != nil)), interval)
 	vars := map[string]string{"node": faultyNode(s, "sim"), "cluster": "sim"}
-	if r.panels, err = timePanels(ctx, prom.URL(), false, vars); err != nil {
+	if r.Panels, err = timePanels(ctx, prom.URL(), false, vars); err != nil {
 		return nil, err
 	}
 	alerts, err := fleet.Alerts(ctx, am)
 	if err != nil {
 		return nil, err
 	}
-	r.verdict = s.Judge(alerts)
-	log.Printf("%d nodes, %s: heap %.0f MiB, %d rule groups, %d panels; alerts: %v", n, m, r.heap/(1<<20), len(r.groups), len(r.panels), r.verdict.Alerted)
+	r.Verdict = s.Judge(alerts)
+	log.Printf("%d nodes, %s: heap %.0f MiB, %d rule groups, %d panels; alerts: %v", n, m, r.Heap/(1<<20), len(r.Groups), len(r.Panels), r.Verdict.Alerted)
 	return r, nil
 }
 
@@ -187,10 +187,10 @@ func (r *singleResult) series(ctx context.Context, api stack.API) error {
 		}
 		return v / up[job]
 	}
-	r.exporterSeries = per(`{job="pleg-exporter"}`, "pleg-exporter")
-	r.selfSeries = per(`{job="pleg-exporter", __name__=~"go_.*|process_.*|promhttp_.*"}`, "pleg-exporter")
-	r.kubeletSeries = per(`{job="kubelet"}`, "kubelet")
-	r.recorded = per(`{__name__=~".+:.+"}`, "pleg-exporter")
+	r.ExporterSeries = per(`{job="pleg-exporter"}`, "pleg-exporter")
+	r.SelfSeries = per(`{job="pleg-exporter", __name__=~"go_.*|process_.*|promhttp_.*"}`, "pleg-exporter")
+	r.KubeletSeries = per(`{job="kubelet"}`, "kubelet")
+	r.Recorded = per(`{__name__=~".+:.+"}`, "pleg-exporter")
 	return err
 }
 
@@ -242,12 +242,12 @@ func after(samples []fleet.Sample, d time.Duration) []fleet.Sample {
 
 // thanosResult is the fleet over two clusters through Thanos.
 type thanosResult struct {
-	nodes           int
-	ruler           []fleet.GroupStat
-	direct, through []fleet.Timing
-	verdict         fleet.Verdict
-	heaps           []float64
-	lives           map[fleet.Life]int
+	Nodes           int
+	Ruler           []fleet.GroupStat
+	Direct, Through []fleet.Timing
+	Verdict         fleet.Verdict
+	Heaps           []float64
+	Lives           map[fleet.Life]int
 }
 
 func thanos(ctx context.Context, dir string, rec *fleet.Recording, n int) (*thanosResult, error) {
@@ -329,23 +329,23 @@ func thanosMeasure(ctx context.Context, s *fleet.Sim, n int, proms []*fleet.Serv
 	}
 	rulerSamples := fleet.Watch(wctx, ruler.Server, interval)
 	wg.Wait()
-	r := &thanosResult{nodes: n, ruler: fleet.RuleGroups(after(rulerSamples, settle(*historyFlag > 0)), interval), lives: s.ByLife()}
+	r := &thanosResult{Nodes: n, Ruler: fleet.RuleGroups(after(rulerSamples, settle(*historyFlag > 0)), interval), Lives: s.ByLife()}
 	for _, smp := range promSamples {
 		h, _ := memory(smp)
-		r.heaps = append(r.heaps, h)
+		r.Heaps = append(r.Heaps, h)
 	}
 	vars := map[string]string{"node": faultyNode(s, "east"), "cluster": "east"}
 	var err error
-	if r.direct, err = timePanels(ctx, proms[0].URL(), false, vars); err != nil {
+	if r.Direct, err = timePanels(ctx, proms[0].URL(), false, vars); err != nil {
 		return nil, err
 	}
-	if r.through, err = timePanels(ctx, query.URL(), true, vars); err != nil {
+	if r.Through, err = timePanels(ctx, query.URL(), true, vars); err != nil {
 		return nil, err
 	}
 	alerts, err := fleet.Alerts(ctx, am)
 	if err != nil {
 		return nil, err
 	}
-	r.verdict = s.Judge(alerts)
+	r.Verdict = s.Judge(alerts)
 	return r, nil
 }
