@@ -76,3 +76,57 @@ func TestMeasureOrReuse(t *testing.T) {
 		t.Errorf("failed run saved a result: %v", err)
 	}
 }
+
+// The mixin's recording rules split into backfill levels: every record in
+// exactly one level, each reading only the records of the levels before
+// it, and a record reading another one comes after it.
+func TestRuleLevels(t *testing.T) {
+	repoRoot = filepath.Join("..", "..", "..")
+	groups, err := readRuleGroups(ruleFiles()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := 0
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				records++
+			}
+		}
+	}
+	levels := ruleLevels(groups)
+	if len(levels) < 2 {
+		t.Fatalf("%d levels: the mixin's records read other records, want at least 2", len(levels))
+	}
+	level := map[string]int{}
+	for i, l := range levels {
+		for _, g := range l {
+			for _, r := range g.Rules {
+				if _, dup := level[r.Record]; dup {
+					t.Errorf("%s in two levels", r.Record)
+				}
+				level[r.Record] = i
+			}
+		}
+	}
+	if len(level) != records {
+		t.Errorf("%d of %d records in a level", len(level), records)
+	}
+	for i, l := range levels {
+		for _, g := range l {
+			for _, r := range g.Rules {
+				for rec := range recordsIn(r.Expr, groups) {
+					if rec != r.Record && level[rec] >= i {
+						t.Errorf("%s (level %d) reads %s (level %d)", r.Record, i, rec, level[rec])
+					}
+				}
+			}
+		}
+	}
+	if in := recordsIn("rate(a:b:c[5m]) + xa:b:c + a:b:cx", []ruleGroup{{Rules: []recordRule{{Record: "a:b:c"}}}}); len(in) != 1 || !in["a:b:c"] {
+		t.Errorf("recordsIn: %v, want only the whole name a:b:c", in)
+	}
+	if in := recordsIn("xa:b:c + a:b:cx", []ruleGroup{{Rules: []recordRule{{Record: "a:b:c"}}}}); len(in) != 0 {
+		t.Errorf("recordsIn: %v, want none (only longer names)", in)
+	}
+}
