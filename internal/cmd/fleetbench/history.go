@@ -347,7 +347,7 @@ func backfillRules(ctx context.Context, prom *fleet.Server, dataDir string, from
 		if err != nil {
 			return err
 		}
-		if err := waitLoaded(ctx, prom, level, from); err != nil {
+		if err := waitLoaded(ctx, prom, level, from, to); err != nil {
 			return fmt.Errorf("level %d (%d blocks): %w", i, n, err)
 		}
 	}
@@ -372,11 +372,12 @@ func moveBlocks(from, to string) (int, error) {
 	return n, nil
 }
 
-// waitLoaded waits until Prometheus answers a level's first record at the
-// start of the history (it loads new blocks once a minute).
-func waitLoaded(ctx context.Context, prom *fleet.Server, level []ruleGroup, from time.Time) error {
+// waitLoaded waits until Prometheus answers a level's first record inside
+// the backfilled [from, to] (it loads new blocks once a minute): half an
+// hour in, or halfway through a shorter history.
+func waitLoaded(ctx context.Context, prom *fleet.Server, level []ruleGroup, from, to time.Time) error {
 	rec := level[0].Rules[0].Record
-	at := from.Add(30 * time.Minute)
+	at := from.Add(min(30*time.Minute, to.Sub(from)/2))
 	deadline := time.Now().Add(4 * time.Minute)
 	for time.Now().Before(deadline) {
 		res, err := prom.API().QueryAt(ctx, "count("+rec+")", at)
