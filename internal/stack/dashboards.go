@@ -38,7 +38,7 @@ type Panel struct {
 // Variable is a dashboard's query variable: label_values(Selector, Label).
 type Variable struct {
 	Dashboard, Name, Selector, Label string
-	Hidden                           bool
+	Hidden                           bool // Grafana hides its label (1) or all of it (2)
 }
 
 var labelValuesRE = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
@@ -180,7 +180,7 @@ func (d *dashboard) variables(name string) ([]Variable, error) {
 		if m == nil {
 			return nil, fmt.Errorf("%s: variable %s: query %q is not label_values(selector, label)", name, v.Name, q.Query)
 		}
-		out = append(out, Variable{Dashboard: name, Name: v.Name, Selector: m[1], Label: m[2], Hidden: v.Hide == 2})
+		out = append(out, Variable{Dashboard: name, Name: v.Name, Selector: m[1], Label: m[2], Hidden: v.Hide != 0})
 	}
 	return out, nil
 }
