@@ -325,14 +325,16 @@ bench-gc: deps-runtime $(CRICTL)
 ## bench-fleet: the mixin on one Prometheus at 1,000 and 5,000 simulated nodes with 6 hours stored, and through Thanos;
 ## writes docs/fleet.md (root; FLEET_NODES, FLEET_RUN, FLEET_HISTORY; about 2 hours with the defaults). Each run's result
 ## is kept in .build/fleetbench and reused while the parameters, rules and dashboards stay the same (FLEET_FRESH=1: none).
+## Thanos runs at the largest size (FLEET_THANOS= : no Thanos run, for a first pass at a smaller size).
 # internal/cmd/fleetbench is a module of its own: it writes the history as TSDB blocks with Prometheus' tsdb package,
 # which the product's module does not depend on.
 FLEET_NODES ?= 1000,5000
 FLEET_RUN ?= 10m
 FLEET_HISTORY ?= 6h
 FLEET_FRESH ?=
+FLEET_THANOS ?= 1
 .PHONY: bench-fleet
 bench-fleet: deps $(THANOS)
 	cd internal/cmd/fleetbench && $(GO) run . --repo $(CURDIR) --nodes $(FLEET_NODES) --run $(FLEET_RUN) \
-		--history $(FLEET_HISTORY) --thanos $(abspath $(THANOS)) --out $(CURDIR)/docs/fleet.md \
+		--history $(FLEET_HISTORY) $(if $(FLEET_THANOS),--thanos $(abspath $(THANOS))) --out $(CURDIR)/docs/fleet.md \
 		--results $(CURDIR)/.build/fleetbench $(if $(FLEET_FRESH),--fresh)
