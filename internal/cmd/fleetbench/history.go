@@ -190,8 +190,13 @@ func (b *blocks) flush() error {
 	if err := b.app.Commit(); err != nil {
 		return err
 	}
-	_, err := b.w.Flush(context.Background())
-	return err
+	if _, err := b.w.Flush(context.Background()); err != nil {
+		return err
+	}
+	// A 5,000-node history takes long enough that silence looks like a hang.
+	log.Printf("history: block %v to %v written in %s, %d samples so far", b.window.Format(time.TimeOnly),
+		b.window.Add(blockRange).Format(time.TimeOnly), b.dir, b.samples)
+	return nil
 }
 
 // writeHistory lives the fleet from its start up to the wall clock into
