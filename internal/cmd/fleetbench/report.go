@@ -155,6 +155,15 @@ func (r *report) sizes() []int {
 	return out
 }
 
+// groupInterval is a group's evaluation interval; results saved before it was
+// read name none.
+func groupInterval(g fleet.GroupStat) string {
+	if g.Interval == 0 {
+		return "—"
+	}
+	return (time.Duration(g.Interval) * time.Second).String()
+}
+
 func mib(v float64) string { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", d.Seconds()*1000) }
@@ -183,11 +192,11 @@ func (r *report) seriesTable(b *strings.Builder) {
 
 func (r *report) groupTable(b *strings.Builder) {
 	b.WriteString("## Rule groups\n\n")
-	b.WriteString("`prometheus_rule_group_last_duration_seconds` read every 15 s, the start of each run left out (until the faults began, or on a stored history the first minute); the budget is 5 % of the 15 s interval.\n\n")
-	b.WriteString("| nodes | run | group | median | max | max of the interval | missed iterations |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("`prometheus_rule_group_last_duration_seconds` read every 15 s, the start of each run left out (until the faults began, or on a stored history the first minute); the budget is 5 % of the group's interval.\n\n")
+	b.WriteString("| nodes | run | group | interval | median | max | max of the interval | missed iterations |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range r.single {
 		for _, g := range s.Groups {
-			fmt.Fprintf(b, "| %d | %s | %s | %.3f s | %.3f s | %.1f %% | %.0f |\n", s.Nodes, s.Mode, g.Group, g.Median, g.Max, g.MaxPct, g.Missed)
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %.3f s | %.3f s | %.1f %% | %.0f |\n", s.Nodes, s.Mode, g.Group, groupInterval(g), g.Median, g.Max, g.MaxPct, g.Missed)
 			if g.MaxPct > groupBudgetPct || g.Missed > 0 {
 				r.overBudget = append(r.overBudget, fmt.Sprintf("rule group %s at %d nodes (%s): %.1f %% of its interval, %.0f missed", g.Group, s.Nodes, s.Mode, g.MaxPct, g.Missed))
 			}
@@ -269,9 +278,9 @@ func (r *report) thanosSection(b *strings.Builder) {
 	fmt.Fprintf(b, "%d nodes over two clusters (east, west), each a Prometheus with its `cluster` external label and a Thanos sidecar,\n", t.Nodes)
 	b.WriteString("no rules; Thanos Query over both sidecars and the Ruler; Thanos Ruler evaluating the mixin's rules against the Query and\n")
 	fmt.Fprintf(b, "sending to Alertmanager. Heap in use of each Prometheus: %s.\n\n", strings.Join(mapf(t.Heaps, mib), ", "))
-	b.WriteString("| Ruler group | median | max | max of the interval | missed |\n|---|---|---|---|---|\n")
+	b.WriteString("| Ruler group | interval | median | max | max of the interval | missed |\n|---|---|---|---|---|---|\n")
 	for _, g := range t.Ruler {
-		fmt.Fprintf(b, "| %s | %.3f s | %.3f s | %.1f %% | %.0f |\n", g.Group, g.Median, g.Max, g.MaxPct, g.Missed)
+		fmt.Fprintf(b, "| %s | %s | %.3f s | %.3f s | %.1f %% | %.0f |\n", g.Group, groupInterval(g), g.Median, g.Max, g.MaxPct, g.Missed)
 		if g.MaxPct > groupBudgetPct || g.Missed > 0 {
 			r.overBudget = append(r.overBudget, fmt.Sprintf("Thanos Ruler group %s: %.1f %% of its interval, %.0f missed", g.Group, g.MaxPct, g.Missed))
 		}
