@@ -11,6 +11,13 @@
     // Labels that identify one exporter target; recording rules keep them.
     clusterLabel: 'cluster',
     showMultiCluster: false,
+    // The interval of the groups whose rules change over minutes or hours
+    // (piling up, prediction over hours, mismatched settings): their
+    // alerts wait 5m-1h before they fire, so a slower evaluation costs them
+    // no lead, and the 6h prediction window is read 4 times less often
+    // (docs/fleet.md). The groups racing the PLEG threshold keep
+    // Prometheus' own evaluation interval.
+    plegSlowRulesInterval: '1m',
 
     // The kubelet's PLEG threshold and gRPC receive limit (Go constants in
     // the kubelet: 3m, 16 MiB). The same with the EventedPLEG gate: since

@@ -93,17 +93,20 @@ func TestJsonnetFormatted(t *testing.T) {
 }
 
 type ruleFile struct {
-	Groups []struct {
-		Name  string `json:"name"`
-		Rules []struct {
-			Alert       string            `json:"alert"`
-			Record      string            `json:"record"`
-			Expr        string            `json:"expr"`
-			For         string            `json:"for"`
-			Labels      map[string]string `json:"labels"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"rules"`
-	} `json:"groups"`
+	Groups []ruleGroup `json:"groups"`
+}
+
+type ruleGroup struct {
+	Name     string `json:"name"`
+	Interval string `json:"interval"`
+	Rules    []struct {
+		Alert       string            `json:"alert"`
+		Record      string            `json:"record"`
+		Expr        string            `json:"expr"`
+		For         string            `json:"for"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"rules"`
 }
 
 func loadRules(t *testing.T, name string) ruleFile {
@@ -248,6 +251,68 @@ func TestRuleExpressionsUseKnownMetrics(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestGroupEvalOrder: the order the unit tests evaluate the groups in
+// (stack.GroupEvalOrder, and every test file's group_eval_order) names
+// every group, and each group reads only records of the groups before it
+// or of its own rules before the reading one, as one Prometheus evaluation
+// of them in that order would have them. promtool's unit tests evaluate a
+// group left out of the order first, so a new group left out reads stale
+// records in the tests alone.
+func TestGroupEvalOrder(t *testing.T) {
+	pos := map[string]int{}
+	for i, g := range stack.GroupEvalOrder {
+		pos[g] = i
+	}
+	recordedIn := map[string]string{}
+	var groups []ruleGroup
+	for _, f := range []string{"mixin/generated/prometheus_rules.yaml", "mixin/generated/prometheus_alerts.yaml"} {
+		groups = append(groups, loadRules(t, f).Groups...)
+	}
+	for _, g := range groups {
+		if _, ok := pos[g.Name]; !ok {
+			t.Errorf("group %s is not in stack.GroupEvalOrder", g.Name)
+		}
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				recordedIn[r.Record] = g.Name
+			}
+		}
+	}
+	for _, g := range groups {
+		seen := map[string]bool{}
+		for _, r := range g.Rules {
+			for _, m := range metricNames(r.Expr) {
+				from, ok := recordedIn[m]
+				switch {
+				case !ok:
+				case from == g.Name && !seen[m]:
+					t.Errorf("%s%s in %s reads %s, recorded after it in the same group", r.Alert, r.Record, g.Name, m)
+				case from != g.Name && pos[from] > pos[g.Name]:
+					t.Errorf("%s%s in %s reads %s of %s, a group evaluated after it", r.Alert, r.Record, g.Name, m, from)
+				}
+			}
+			seen[r.Record] = true
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "mixin", "tests", "*.yaml"))
+	recorded, _ := filepath.Glob(filepath.Join(root, "testdata", "kubelets", "*.yaml"))
+	for _, f := range append(files, recorded...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tf struct {
+			Order []string `json:"group_eval_order"`
+		}
+		if err := yaml.Unmarshal(b, &tf); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if strings.Join(tf.Order, " ") != strings.Join(stack.GroupEvalOrder, " ") {
+			t.Errorf("%s: group_eval_order %q, want stack.GroupEvalOrder %q", f, tf.Order, stack.GroupEvalOrder)
 		}
 	}
 }

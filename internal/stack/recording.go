@@ -80,7 +80,7 @@ type RecordingFile struct {
 
 // GroupEvalOrder is the mixin's groups in the order one evaluation runs
 // them: each group reads the recording rules of the ones before it.
-var GroupEvalOrder = []string{"pleg-exporter.rules", "pleg-kubelet.rules", "pleg-exporter", "pleg-kubelet"}
+var GroupEvalOrder = []string{"pleg-exporter.rules", "pleg-exporter.slow.rules", "pleg-kubelet.rules", "pleg-exporter", "pleg-exporter.slow", "pleg-kubelet", "pleg-kubelet.slow"}
 
 type recordedInput struct {
 	Series string `json:"series"`

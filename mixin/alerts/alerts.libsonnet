@@ -113,44 +113,6 @@
             },
           },
           {
-            alert: 'PLEGPayloadNearLimit',
-            expr: |||
-              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadWarningRatio)s
-            ||| % c,
-            'for': c.plegPayloadFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'What the kubelet receives of a CRI list at once is approaching its gRPC limit of 16 MiB.',
-              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; past it every relist and container GC fails and the node turns NotReady.' % c,
-            },
-          },
-          {
-            alert: 'PLEGPayloadNearLimit',
-            expr: |||
-              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadCriticalRatio)s
-            ||| % c,
-            'for': c.plegPayloadFor,
-            labels: { severity: c.criticalSeverity },
-            annotations: {
-              summary: 'What the kubelet receives of a CRI list at once is within 10% of its gRPC limit of 16 MiB.',
-              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; remove exited containers before it crosses.' % c,
-            },
-          },
-          {
-            alert: 'PLEGPayloadPredictedOverLimit',
-            expr: |||
-              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadPredictionMinRatio)s
-              and
-              predict_linear(instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s}[%(plegPayloadPredictionWindow)s], %(plegPayloadPredictionHorizonHours)d * 3600) >= 1
-            ||| % c,
-            'for': c.plegPayloadPredictionFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'A CRI list answer is predicted to pass the kubelet gRPC limit within hours.',
-              description: 'At the rate of the last %(plegPayloadPredictionWindow)s the {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} passes the kubelet gRPC limit within %(plegPayloadPredictionHorizonHours)d hours (now {{ $value | humanizePercentage }} of it); find the workload that leaves containers behind.' % c,
-            },
-          },
-          {
             alert: 'PLEGPayloadOverLimit',
             expr: |||
               (
@@ -173,42 +135,6 @@
             annotations: {
               summary: 'What the kubelet receives of a CRI list at once is larger than its gRPC limit; the node goes NotReady within 3 minutes.',
               description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit: every kubelet relist and container GC now fails with ResourceExhausted and the node turns NotReady at %(kubeletPlegThresholdSeconds)ds. Cordon the node and remove exited containers.' % c,
-            },
-          },
-          {
-            alert: 'PLEGExitedContainersPilingUp',
-            expr: |||
-              sum without (state) (pleg_containers{%(plegExporterSelector)s, state=~"exited|unknown"}) > %(plegExitedContainersWarning)d
-            ||| % c,
-            'for': c.plegAccumulationFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'Exited and unknown containers are piling up on a node.',
-              description: '{{ $value }} exited or unknown containers on {{ $labels.%(nodeLabel)s }}; every one is in the kubelet ListContainers answer once a second.' % c,
-            },
-          },
-          {
-            alert: 'PLEGDeadContainers',
-            expr: |||
-              pleg_docker_containers{%(plegExporterSelector)s, state="dead"} >= %(plegDeadContainersWarning)d
-            ||| % c,
-            'for': c.plegAccumulationFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'Docker holds dead containers whose removal failed.',
-              description: '{{ $value }} Docker containers on {{ $labels.%(nodeLabel)s }} are dead; status calls on them can hang, and the kubelet lists them as unknown.' % c,
-            },
-          },
-          {
-            alert: 'PLEGNotReadySandboxesPilingUp',
-            expr: |||
-              pleg_sandboxes{%(plegExporterSelector)s, state="notready"} > %(plegNotReadySandboxesWarning)d
-            ||| % c,
-            'for': c.plegAccumulationFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'Not-ready pod sandboxes are piling up on a node.',
-              description: '{{ $value }} notready sandboxes on {{ $labels.%(nodeLabel)s }}; each is listed by every relist and their pod annotations fill the ListPodSandbox answer.' % c,
             },
           },
           {
@@ -259,24 +185,6 @@
             },
           },
           {
-            alert: 'PLEGPodsReinspected',
-            expr: |||
-              (
-                pleg_relist_reinspect_pods{%(plegExporterSelector)s} >= %(plegReinspectPodsWarning)d
-              )
-              unless on (%(clusterLabel)s, %(nodeLabel)s)
-              (
-                %(statusCallHung)s
-              )
-            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
-            'for': c.plegReinspectPodsFor,
-            labels: { severity: c.warningSeverity },
-            annotations: {
-              summary: 'Pods fail their status inspection relist after relist; the kubelet ignores their events meanwhile.',
-              description: '{{ $value }} pods on {{ $labels.%(nodeLabel)s }} failed their latest inspection for over %(plegReinspectPodsFor)s: the kubelet inspects them again at every relist and drops their events until one succeeds, so their status in the API stands still. pleg_exporter diagnose names them and the call that failed.' % c,
-            },
-          },
-          {
             alert: 'PLEGRuntimeHung',
             expr: |||
               pleg_relist_list_in_flight_seconds{%(plegExporterSelector)s} > %(plegRuntimeHungSeconds)d
@@ -311,6 +219,106 @@
             annotations: {
               summary: 'Prometheus cannot scrape a pleg_exporter; PLEG early warnings for its node are off.',
               description: 'pleg_exporter at {{ $labels.instance }} has been down for %(plegExporterDownFor)s.' % c,
+            },
+          },
+        ],
+      },
+      {
+        // Alerts that wait 5m or more before they fire: evaluated every
+        // plegSlowRulesInterval (config.libsonnet).
+        name: 'pleg-exporter.slow',
+        interval: c.plegSlowRulesInterval,
+        rules: [
+          {
+            alert: 'PLEGPayloadNearLimit',
+            expr: |||
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadWarningRatio)s
+            ||| % c,
+            'for': c.plegPayloadFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'What the kubelet receives of a CRI list at once is approaching its gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; past it every relist and container GC fails and the node turns NotReady.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadNearLimit',
+            expr: |||
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadCriticalRatio)s
+            ||| % c,
+            'for': c.plegPayloadFor,
+            labels: { severity: c.criticalSeverity },
+            annotations: {
+              summary: 'What the kubelet receives of a CRI list at once is within 10% of its gRPC limit of 16 MiB.',
+              description: 'The {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} (its largest stream message where the kubelet streams lists) is {{ $value | humanizePercentage }} of the kubelet gRPC limit; remove exited containers before it crosses.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPayloadPredictedOverLimit',
+            expr: |||
+              instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s} > %(plegPayloadPredictionMinRatio)s
+              and
+              predict_linear(instance_rpc:pleg_relist_kubelet_payload_bytes:ratio_limit{%(plegExporterSelector)s}[%(plegPayloadPredictionWindow)s], %(plegPayloadPredictionHorizonHours)d * 3600) >= 1
+            ||| % c,
+            'for': c.plegPayloadPredictionFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'A CRI list answer is predicted to pass the kubelet gRPC limit within hours.',
+              description: 'At the rate of the last %(plegPayloadPredictionWindow)s the {{ $labels.rpc }} answer on {{ $labels.%(nodeLabel)s }} passes the kubelet gRPC limit within %(plegPayloadPredictionHorizonHours)d hours (now {{ $value | humanizePercentage }} of it); find the workload that leaves containers behind.' % c,
+            },
+          },
+          {
+            alert: 'PLEGExitedContainersPilingUp',
+            expr: |||
+              sum without (state) (pleg_containers{%(plegExporterSelector)s, state=~"exited|unknown"}) > %(plegExitedContainersWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Exited and unknown containers are piling up on a node.',
+              description: '{{ $value }} exited or unknown containers on {{ $labels.%(nodeLabel)s }}; every one is in the kubelet ListContainers answer once a second.' % c,
+            },
+          },
+          {
+            alert: 'PLEGDeadContainers',
+            expr: |||
+              pleg_docker_containers{%(plegExporterSelector)s, state="dead"} >= %(plegDeadContainersWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Docker holds dead containers whose removal failed.',
+              description: '{{ $value }} Docker containers on {{ $labels.%(nodeLabel)s }} are dead; status calls on them can hang, and the kubelet lists them as unknown.' % c,
+            },
+          },
+          {
+            alert: 'PLEGNotReadySandboxesPilingUp',
+            expr: |||
+              pleg_sandboxes{%(plegExporterSelector)s, state="notready"} > %(plegNotReadySandboxesWarning)d
+            ||| % c,
+            'for': c.plegAccumulationFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Not-ready pod sandboxes are piling up on a node.',
+              description: '{{ $value }} notready sandboxes on {{ $labels.%(nodeLabel)s }}; each is listed by every relist and their pod annotations fill the ListPodSandbox answer.' % c,
+            },
+          },
+          {
+            alert: 'PLEGPodsReinspected',
+            expr: |||
+              (
+                pleg_relist_reinspect_pods{%(plegExporterSelector)s} >= %(plegReinspectPodsWarning)d
+              )
+              unless on (%(clusterLabel)s, %(nodeLabel)s)
+              (
+                %(statusCallHung)s
+              )
+            ||| % c { statusCallHung: std.rstripChars(statusCallHung, '\n') },
+            'for': c.plegReinspectPodsFor,
+            labels: { severity: c.warningSeverity },
+            annotations: {
+              summary: 'Pods fail their status inspection relist after relist; the kubelet ignores their events meanwhile.',
+              description: '{{ $value }} pods on {{ $labels.%(nodeLabel)s }} failed their latest inspection for over %(plegReinspectPodsFor)s: the kubelet inspects them again at every relist and drops their events until one succeeds, so their status in the API stands still. pleg_exporter diagnose names them and the call that failed.' % c,
             },
           },
           {
@@ -403,6 +411,13 @@
               description: 'The 99th percentile interval between kubelet relists on {{ $labels.%(nodeLabel)s }} is {{ $value | humanizeDuration }}: relists are failing (a failed relist still records a short duration) or hanging.' % c,
             },
           },
+        ],
+      }, {
+        // Alerts that wait 5m or more before they fire: evaluated every
+        // plegSlowRulesInterval (config.libsonnet).
+        name: 'pleg-kubelet.slow',
+        interval: c.plegSlowRulesInterval,
+        rules: [
           {
             alert: 'PLEGThresholdMismatch',
             expr: |||

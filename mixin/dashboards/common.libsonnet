@@ -4,6 +4,8 @@
 
   // Matchers shared by every panel query.
   plegSel:: c.plegExporterSelector + (if c.showMultiCluster then ', %s="$cluster"' % c.clusterLabel else ''),
+  // The records without the exporter's job (the top 10 per cluster).
+  clusterSel:: if c.showMultiCluster then '%s="$cluster"' % c.clusterLabel else '',
   kubeletSel:: c.kubeletSelector + (if c.showMultiCluster then ', %s="$cluster"' % c.clusterLabel else ''),
 
   clusterVariable:: g.queryVariable(
