@@ -288,10 +288,11 @@ func dockerSidecar(ctx context.Context, st *stack.Stack) error {
 // Every query of every panel runs against the live Prometheus without an
 // error, and every panel shows data.
 func checkDashboards(t *testing.T, ctx context.Context, st *stack.Stack) {
-	// rate() needs two scrapes in its window; the recording rules one evaluation.
+	// rate() needs two scrapes in its window; the recording rules one
+	// evaluation, those of the slow group (every minute) too.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		r, err := st.Query(ctx, `rate(pleg_relists_total[1m]) > 0 and on() count(instance:pleg_relist_payload_bytes:max_ratio_limit) > 0 and on() count(rate(pleg_status_probe_duration_seconds_count[1m]) > 0) > 0`)
+		r, err := st.Query(ctx, `rate(pleg_relists_total[1m]) > 0 and on() count(instance:pleg_relist_payload_bytes:max_ratio_limit) > 0 and on() count(node:pleg_containers_exited_unknown:top10_sum) > 0 and on() count(rate(pleg_status_probe_duration_seconds_count[1m]) > 0) > 0`)
 		if err == nil && len(r) > 0 {
 			break
 		}
