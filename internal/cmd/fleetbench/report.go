@@ -111,11 +111,18 @@ func (r *report) turnOffSection(b *strings.Builder) {
 	b.WriteString("\n## What to turn off at which scale\n\n")
 	fmt.Fprintf(b, "- The exporter's own process and Go series (`--web.disable-exporter-metrics`, as node_exporter's) are %.0f of its %.0f series per node: %.0f series at %d nodes that no alert or panel reads.\n",
 		ex.SelfSeries, ex.ExporterSeries, ex.SelfSeries*float64(n), n)
-	fmt.Fprintf(b, "- `--collector.namespaces` adds %.0f series per node (%.0f at %d nodes) and %s of heap per node over the run without it; turn it on where `diagnose` is not enough, not fleet-wide.\n",
-		ns.ExporterSeries-ex.ExporterSeries, (ns.ExporterSeries-ex.ExporterSeries)*float64(n), n,
-		fmt.Sprintf("%.1f KiB", (ns.Heap-ex.Heap)/float64(n)/1024))
-	fmt.Fprintf(b, "- With the mixin, the exporter costs this Prometheus %.1f KiB of heap per node (%s at %d nodes) over the kubelets alone.\n",
-		(ex.Heap-base.Heap)/float64(n)/1024, mib(ex.Heap-base.Heap), n)
+	fmt.Fprintf(b, "- `--collector.namespaces` adds %.0f series per node (%.0f at %d nodes); turn it on where `diagnose` is not enough, not fleet-wide.\n",
+		ns.ExporterSeries-ex.ExporterSeries, (ns.ExporterSeries-ex.ExporterSeries)*float64(n), n)
+	fmt.Fprintf(b, "- With the mixin, the exporters (with `--collector.namespaces`) cost this Prometheus %.1f KiB of heap per node (%s at %d nodes) over the kubelets alone, neither run on stored history; the run on %v of it held %.1f KiB per node more than the baseline.\n",
+		(ns.Heap-base.Heap)/float64(n)/1024, mib(ns.Heap-base.Heap), n, r.history, (ex.Heap-base.Heap)/float64(n)/1024)
+}
+
+// historyOf is the stored history a run of mode m starts on.
+func (r *report) historyOf(m mode) string {
+	if m == withExporter && r.history > 0 {
+		return r.history.String()
+	}
+	return "none"
 }
 
 const multiCluster = `
@@ -170,8 +177,11 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", d.Seconds()*1000
 
 func (r *report) seriesTable(b *strings.Builder) {
 	b.WriteString("## Series and memory\n\n")
-	b.WriteString("| nodes | run | series per exporter (of them go_/process_) | per kubelet | recorded per node | head series | heap in use | RSS | heap per node over the baseline |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Heap in use is the mean over the run's last third, RSS the largest. Only the run that times rules and panels starts on stored\n")
+	b.WriteString("history (its blocks, and the records backfilled over them, are also read into memory), so compare heaps between runs\n")
+	b.WriteString("of the same history.\n\n")
+	b.WriteString("| nodes | run | stored history | series per exporter (of them go_/process_) | per kubelet | recorded per node | head series | heap in use | RSS | heap per node over the baseline |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, n := range r.sizes() {
 		base := r.find(n, baseline)
 		for _, m := range []mode{baseline, withExporter, withNamespaces} {
@@ -183,7 +193,7 @@ func (r *report) seriesTable(b *strings.Builder) {
 			if m != baseline && base != nil {
 				over = fmt.Sprintf("%.1f KiB", (s.Heap-base.Heap)/float64(n)/1024)
 			}
-			fmt.Fprintf(b, "| %d | %s | %.0f (%.0f) | %.0f | %.1f | %.0f | %s | %s | %s |\n", n, m, s.ExporterSeries, s.SelfSeries,
+			fmt.Fprintf(b, "| %d | %s | %s | %.0f (%.0f) | %.0f | %.1f | %.0f | %s | %s | %s |\n", n, m, r.historyOf(m), s.ExporterSeries, s.SelfSeries,
 				s.KubeletSeries, s.Recorded, s.Head, mib(s.Heap), mib(s.RSS), over)
 		}
 	}
