@@ -94,36 +94,14 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	var sizes []int
-	for _, f := range strings.Split(*nodesFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 100 {
-			log.Fatalf("-nodes: %q is not a fleet size of at least 100", f)
-		}
-		sizes = append(sizes, n)
-	}
+	sizes := parseSizes(*nodesFlag)
 	work, err := os.MkdirTemp("", "fleetbench")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(work)
 	ctx := context.Background()
-	// The daemons and the recorded relists are set up for the first run
-	// measured: where every result is reused, the report is written from
-	// them alone, in seconds, beside whatever else runs.
-	var rec *fleet.Recording
-	recording := func() (*fleet.Recording, error) {
-		if rec != nil {
-			return rec, nil
-		}
-		if err := testenv.Check("prometheus", "prometheus-alertmanager"); err != nil {
-			return nil, err
-		}
-		testenv.CleanLeftoversOrExit()
-		r, err := fleet.Record(ctx, fleet.DefaultRecordConfig(work))
-		rec = r
-		return r, err
-	}
+	recording := lazyRecording(ctx, work)
 	p, err := currentParams()
 	if err != nil {
 		log.Fatal(err)
@@ -173,6 +151,38 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s in %v", *outFile, time.Since(started).Round(time.Second))
+}
+
+// parseSizes reads -nodes.
+func parseSizes(flagValue string) []int {
+	var sizes []int
+	for _, f := range strings.Split(flagValue, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 100 {
+			log.Fatalf("-nodes: %q is not a fleet size of at least 100", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// lazyRecording sets the daemons' checks and the recorded relists up for
+// the first run measured: where every result is reused, the report is
+// written from them alone, in seconds, beside whatever else runs.
+func lazyRecording(ctx context.Context, work string) func() (*fleet.Recording, error) {
+	var rec *fleet.Recording
+	return func() (*fleet.Recording, error) {
+		if rec != nil {
+			return rec, nil
+		}
+		if err := testenv.Check("prometheus", "prometheus-alertmanager"); err != nil {
+			return nil, err
+		}
+		testenv.CleanLeftoversOrExit()
+		r, err := fleet.Record(ctx, fleet.DefaultRecordConfig(work))
+		rec = r
+		return r, err
+	}
 }
 
 type mode string
