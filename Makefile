@@ -326,6 +326,7 @@ bench-gc: deps-runtime $(CRICTL)
 ## writes docs/fleet.md (root; FLEET_NODES, FLEET_RUN, FLEET_HISTORY; about 2 hours with the defaults). Each run's result
 ## is kept in .build/fleetbench and reused while the parameters, rules and dashboards stay the same (FLEET_FRESH=1: none).
 ## Thanos runs at the largest size (FLEET_THANOS= : no Thanos run, for a first pass at a smaller size).
+## FLEET_SAVED_ONLY=1 writes docs/fleet.md from the saved results alone, naming the runs not measured yet.
 # internal/cmd/fleetbench is a module of its own: it writes the history as TSDB blocks with Prometheus' tsdb package,
 # which the product's module does not depend on.
 FLEET_NODES ?= 1000,5000
@@ -333,8 +334,9 @@ FLEET_RUN ?= 10m
 FLEET_HISTORY ?= 6h
 FLEET_FRESH ?=
 FLEET_THANOS ?= 1
+FLEET_SAVED_ONLY ?=
 .PHONY: bench-fleet
 bench-fleet: deps $(THANOS)
 	cd internal/cmd/fleetbench && $(GO) run . --repo $(CURDIR) --nodes $(FLEET_NODES) --run $(FLEET_RUN) \
 		--history $(FLEET_HISTORY) $(if $(FLEET_THANOS),--thanos $(abspath $(THANOS))) --out $(CURDIR)/docs/fleet.md \
-		--results $(CURDIR)/.build/fleetbench $(if $(FLEET_FRESH),--fresh)
+		--results $(CURDIR)/.build/fleetbench $(if $(FLEET_FRESH),--fresh) $(if $(FLEET_SAVED_ONLY),--saved-only)

@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -62,6 +63,7 @@ var (
 	repoFlag    = flag.String("repo", "", "the repository's root (its mixin and dashboards); empty: the nearest directory above with mixin/generated")
 	resultsDir  = flag.String("results", "", "directory each run's result is saved in and reused from under the same parameters; empty: none")
 	fresh       = flag.Bool("fresh", false, "measure every run again, even one saved in -results")
+	savedOnly   = flag.Bool("saved-only", false, "write the report from the results saved in -results alone: a run not saved is named as missing, not measured")
 	repoRoot    string
 )
 
@@ -124,6 +126,10 @@ func main() {
 				sv.Single, err = single(ctx, filepath.Join(work, fmt.Sprintf("%d-%d", n, i)), rec, n, m)
 				return err
 			})
+			if errors.Is(err, errNotSaved) {
+				rep.missing = append(rep.missing, fmt.Sprintf("%d nodes, %s", n, m))
+				continue
+			}
 			if err != nil {
 				log.Fatalf("%d nodes, %s: %v", n, m, err)
 			}
@@ -141,11 +147,15 @@ func main() {
 			sv.Thanos, err = thanos(ctx, filepath.Join(work, fmt.Sprintf("%d-thanos", n)), rec, n)
 			return err
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, errNotSaved):
+			rep.missing = append(rep.missing, fmt.Sprintf("%d nodes through Thanos", n))
+		case err != nil:
 			log.Fatalf("%d nodes through Thanos: %v", n, err)
+		default:
+			rep.add(sv)
+			rep.thanos = sv.Thanos
 		}
-		rep.add(sv)
-		rep.thanos = sv.Thanos
 	}
 	if err := os.WriteFile(*outFile, []byte(rep.markdown()), 0o644); err != nil {
 		log.Fatal(err)

@@ -34,6 +34,8 @@ type report struct {
 	single      []*singleResult
 	thanos      *thanosResult
 	overBudget  []string
+	// missing are the runs -saved-only found no result for.
+	missing []string
 }
 
 // Budgets of the issue: every rule group under 5 % of its interval, every
@@ -61,6 +63,9 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "Panels are timed as Grafana asks: instant panels at now, the others over the dashboards' default %v at a %v step, the\n", r.rng, r.step)
 	fmt.Fprintf(&b, "median of %d runs each.\n\n", *reps)
+	if len(r.missing) > 0 {
+		fmt.Fprintf(&b, "**Not measured yet:** %s. The tables below hold the other runs.\n\n", strings.Join(r.missing, "; "))
+	}
 	r.seriesTable(&b)
 	r.groupTable(&b)
 	r.panelTable(&b)

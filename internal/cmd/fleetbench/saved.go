@@ -98,6 +98,9 @@ func commit() string {
 	return c
 }
 
+// errNotSaved: under -saved-only, a run with no saved result.
+var errNotSaved = errors.New("fleetbench: no saved result")
+
 // measureOrReuse returns the result saved as name under p, or measures it
 // with run and saves it.
 func measureOrReuse(name string, p params, run func(*saved) error) (*saved, error) {
@@ -114,6 +117,10 @@ func measureOrReuse(name string, p params, run func(*saved) error) (*saved, erro
 		case !errors.Is(err, fs.ErrNotExist):
 			log.Printf("%s: %v: measuring again", name, err)
 		}
+	}
+	if *savedOnly {
+		log.Printf("%s: not saved under these parameters; -saved-only leaves it out", name)
+		return nil, errNotSaved
 	}
 	sv := &saved{Params: p, Commit: commit(), Measured: time.Now()}
 	if err := run(sv); err != nil {

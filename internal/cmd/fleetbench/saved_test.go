@@ -75,6 +75,15 @@ func TestMeasureOrReuse(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(*resultsDir, "5000-exporters.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("failed run saved a result: %v", err)
 	}
+	// -saved-only reuses what is saved and measures nothing.
+	*savedOnly = true
+	defer func() { *savedOnly = false }()
+	if sv, err := measureOrReuse("1000-exporters", other, measure); err != nil || runs != 4 || !reflect.DeepEqual(sv.Single, want) {
+		t.Errorf("-saved-only, saved: runs %d, err %v", runs, err)
+	}
+	if _, err := measureOrReuse("5000-exporters", p, measure); !errors.Is(err, errNotSaved) || runs != 4 {
+		t.Errorf("-saved-only, not saved: runs %d, err %v, want errNotSaved and no run", runs, err)
+	}
 }
 
 // The mixin's recording rules split into backfill levels: every record in
