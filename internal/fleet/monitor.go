@@ -132,8 +132,11 @@ func StartPrometheus(o PrometheusOptions) (*Server, error) {
 	}
 	data := filepath.Join(o.Dir, "data")
 	return start("prometheus-"+o.Cluster, o.Dir, o.Bin, func(addr string) []string {
+		// The backfill's range queries over hours of a 5,000-node fleet
+		// passed the default 2m query timeout (a 503 to promtool at
+		// level 1); the panels' queries take well under a second.
 		args := []string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr,
-			"--storage.tsdb.retention.time=1d", "--log.level=warn"}
+			"--storage.tsdb.retention.time=1d", "--log.level=warn", "--query.timeout=30m"}
 		if o.Sidecar {
 			// The sidecar's reloader reloads Prometheus through the
 			// lifecycle API, as kube-prometheus' does.
