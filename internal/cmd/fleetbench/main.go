@@ -97,6 +97,7 @@ func main() {
 		}
 	}
 	sizes := parseSizes(*nodesFlag)
+	warnShortRun()
 	work, err := os.MkdirTemp("", "fleetbench")
 	if err != nil {
 		log.Fatal(err)
@@ -161,6 +162,14 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %s in %v", *outFile, time.Since(started).Round(time.Second))
+}
+
+// warnShortRun: the runs without stored history start the fleet with
+// Prometheus; their faults come at -fault-after and page minutes later.
+func warnShortRun() {
+	if *warmup < *faultAfter+3*time.Minute {
+		log.Printf("-run %v ends before the faults of the runs without stored history (at -fault-after %v) can page: their alert verdicts will fail", *warmup, *faultAfter)
+	}
 }
 
 // parseSizes reads -nodes.
